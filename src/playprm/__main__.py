@@ -1,0 +1,5 @@
+import sys
+
+from playprm.cli import main
+
+sys.exit(main())

@@ -1,0 +1,54 @@
+"""Chat formatting shared by the policy, the PRM and the trainers, so that all of them see the same tokens.
+
+A turn is scored and generated as ``prompt_ids(context) + response tokens + end-of-turn tokens``, where the prompt is
+the model's own chat template applied with ``add_generation_prompt=True`` and ``chat_template_kwargs`` (e.g.
+``{"enable_thinking": False}`` for Qwen3.5).
+"""
+
+from __future__ import annotations
+
+_SENTINEL = "\u2063PLAYPRM_SENTINEL\u2063"
+
+
+def prompt_text(tokenizer, messages: list[dict], chat_template_kwargs: dict | None = None) -> str:
+    """The template-rendered context, ending with the generation prompt of the assistant."""
+    return tokenizer.apply_chat_template(
+        [{"role": m["role"], "content": m["content"]} for m in messages],
+        tokenize=False,
+        add_generation_prompt=True,
+        **(chat_template_kwargs or {}),
+    )
+
+
+def prompt_ids(tokenizer, messages: list[dict], chat_template_kwargs: dict | None = None) -> list[int]:
+    """Token ids of ``prompt_text``; special tokens come from the template, none are added."""
+    return tokenizer(prompt_text(tokenizer, messages, chat_template_kwargs), add_special_tokens=False).input_ids
+
+
+def end_of_turn_text(tokenizer) -> str:
+    """What the template writes right after an assistant message (e.g. ``<|im_end|>``), found by rendering one."""
+    return _end_of_turn_text(tokenizer)
+
+
+def _end_of_turn_text(tokenizer) -> str:
+    try:
+        rendered = tokenizer.apply_chat_template(
+            [{"role": "user", "content": "x"}, {"role": "assistant", "content": _SENTINEL}], tokenize=False
+        )
+        suffix = rendered.split(_SENTINEL, 1)[1]
+        end = suffix.split("\n", 1)[0].strip()
+        if end:
+            return end
+    except Exception:  # templates that reject this probe fall back to the eos token
+        pass
+    return tokenizer.eos_token or ""
+
+
+def end_of_turn_ids(tokenizer) -> list[int]:
+    """Token ids that close an assistant turn; generation stops on the last of them."""
+    return tokenizer(end_of_turn_text(tokenizer), add_special_tokens=False).input_ids
+
+
+def response_ids(tokenizer, response: str) -> list[int]:
+    """A reply as the policy would have produced it: its text tokens followed by the end-of-turn tokens."""
+    return tokenizer(response, add_special_tokens=False).input_ids + end_of_turn_ids(tokenizer)

@@ -1,0 +1,156 @@
+"""Rollout collection for training data: K sampled episodes per instance, optionally branched into trees.
+
+At a branching point (every policy turn up to ``branch_depth``, or only the first), the game state is copied B
+times (clemcore's environment copy, as its branching runner does) and each copy continues with its own sampled
+reply, so every branched state gets Monte-Carlo continuations. Each leaf is a normal clemcore episode folder;
+``<model-pair>/turns.jsonl`` records the tree (turn id, parent turn id, player, role, context, reply, and for
+the last turn of each leaf its episode folder and outcome), from which ``prm-data --labels mc`` computes labels.
+
+Resumable per tree: a tree's record file is written after all its leaves, and trees with a record are skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from playprm import atomic, runner
+from playprm.episode import Episode, clean_staging
+from playprm.search.base import SearchSettings
+
+TREES_DIR = ".trees"  # per-tree records; turns.jsonl is rebuilt from them
+
+
+@dataclass
+class CollectSettings:
+    samples_per_instance: int = 4
+    temperature: float = 1.0
+    max_tokens: int = 256
+    branch_factor: int = 1
+    branch_at: str = "policy-turns"  # or "first-turn"
+    branch_depth: int = 2  # policy turns (from the start) at which to branch, with policy-turns
+    seed: int = 0
+    batch_size: int = 32  # trees in flight
+
+
+def _should_branch(episode: Episode, settings: CollectSettings) -> bool:
+    if settings.branch_factor <= 1:
+        return False
+    depth = episode.tags["depth"]
+    if settings.branch_at == "first-turn":
+        return depth == 0
+    return depth < settings.branch_depth
+
+
+def _tree_file(run_dir: Path, task) -> Path:
+    return run_dir / TREES_DIR / task.game / task.experiment["name"] / f"{task.episode_dir.name}.jsonl"
+
+
+def _record_turn(episode: Episode, records: list, text: str) -> None:
+    """Append the pending turn with its reply to the tree's records (ids count turns within the tree)."""
+    task, turn = episode.task, episode.pending
+    turn_id = f"{task.game}/{task.experiment['name']}/{task.instance['game_id']}/s{task.sample}/t{len(records)}"
+    records.append({
+        "turn_id": turn_id, "parent_id": episode.tags["last"], "game": task.game,
+        "experiment": task.experiment["name"], "game_id": task.instance["game_id"], "sample": task.sample,
+        "player": turn.player, "game_role": turn.game_role, "turn": episode.tags["depth"],
+        "context": turn.context, "response": text, "leaf_episode": None, "outcome": None,
+    })
+    episode.tags["last"] = turn_id
+    episode.tags["last_index"] = len(records) - 1
+    episode.tags["depth"] += 1
+
+
+def collect(tasks, *, policy, policy_name: str, run_dir: Path, settings: CollectSettings, gen_args: dict,
+            progress: bool = True) -> runner.RunSummary:
+    """Play every task as a (possibly branched) rollout tree; returns a summary of leaves written."""
+    from tqdm import tqdm
+
+    summary = runner.RunSummary(planned=len(tasks))
+    clean_staging(run_dir)
+    todo = [t for t in tasks if not _tree_file(run_dir, t).exists()]
+    summary.skipped = len(tasks) - len(todo)
+    search = SearchSettings(temperature=settings.temperature, max_tokens=settings.max_tokens, seed=settings.seed)
+    bar = tqdm(total=len(tasks), initial=summary.skipped, desc="rollout trees", disable=not progress,
+               file=sys.stderr, dynamic_ncols=True)
+    for start in range(0, len(todo), settings.batch_size):
+        wave = todo[start:start + settings.batch_size]
+        records: dict[int, list] = defaultdict(list)  # per tree (index in wave)
+        leaves: dict[int, list[Episode]] = defaultdict(list)
+        open_: list[tuple[int, Episode]] = []
+        for tree, task in enumerate(wave):
+            root = Episode.start(task, policy_name, run_dir.name, gen_args)
+            root.tags.update(depth=0, last=None, last_index=None)
+            if root.done:
+                leaves[tree].append(root)
+            else:
+                open_.append((tree, root))
+        while open_:
+            groups: dict[int, list[tuple[int, Episode]]] = defaultdict(list)
+            for tree, episode in open_:
+                groups[settings.branch_factor if _should_branch(episode, settings) else 1].append((tree, episode))
+            next_open = []
+            for n, members in sorted(groups.items()):
+                try:
+                    outputs = policy.generate([e.pending.context for _, e in members], n=n,
+                                              temperature=settings.temperature, max_tokens=settings.max_tokens,
+                                              seed=search.next_seed())
+                except Exception as error:  # a backend fault fails these trajectories, not the run
+                    for tree, episode in members:
+                        episode.fail(error, stage="policy")
+                        leaves[tree].append(episode)
+                    continue
+                for (tree, episode), candidates in zip(members, outputs):
+                    copies = [episode.fork() for _ in candidates[1:]] + [episode]
+                    for copy, candidate in zip(copies, candidates):
+                        _record_turn(copy, records[tree], candidate.text)
+                        copy.play(candidate.text, log={"mode": "collect", "chosen": 0, "candidates": [
+                            {"text": candidate.text, "tokens": candidate.num_tokens,
+                             "logprob": round(candidate.logprob, 4), "score": None}]},
+                            generated_tokens=candidate.num_tokens)
+                        if copy.done:
+                            leaves[tree].append(copy)
+                        else:
+                            next_open.append((tree, copy))
+            open_ = next_open
+        for tree, task in enumerate(wave):
+            for leaf_number, leaf in enumerate(leaves[tree]):
+                leaf.task = _leaf_task(task, leaf_number)
+                folder = leaf.write()
+                index = leaf.tags.get("last_index")
+                if index is not None:
+                    records[tree][index]["leaf_episode"] = str(folder.relative_to(run_dir))
+                    records[tree][index]["outcome"] = leaf.outcome if leaf.error is None else None
+                if leaf.error is None:
+                    summary.played[task.game] += 1
+                    summary.outcomes[leaf.outcome or "unknown"] += 1
+                else:
+                    summary.errored[task.game] += 1
+            atomic.write_jsonl(_tree_file(run_dir, task), records[tree])
+            bar.update(1)
+    bar.close()
+    write_turns(run_dir)
+    return summary
+
+
+def _leaf_task(task, leaf_number: int):
+    from dataclasses import replace
+
+    return replace(task, episode_dir=task.episode_dir.parent / f"{task.episode_dir.name}_l{leaf_number:03d}")
+
+
+def write_turns(run_dir: Path) -> Path:
+    """Rebuild ``turns.jsonl`` from all finished tree records, in a deterministic order."""
+    lines = []
+    for path in sorted((run_dir / TREES_DIR).rglob("*.jsonl")):
+        lines += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return atomic.write_jsonl(run_dir / "turns.jsonl", lines)
+
+
+def episode_folder(instance: dict, sample: int) -> str:
+    """clemcore's episode layout for repeated samples: one folder prefix per (instance, sample)."""
+    return f"episode_{instance['game_id']:05d}_s{sample:02d}" if isinstance(instance.get("game_id"), int) \
+        else f"episode_{instance.get('game_id')}_s{sample:02d}"

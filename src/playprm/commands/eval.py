@@ -1,0 +1,69 @@
+"""``playprm eval``: play games with a policy, plain or PRM-guided, into clemcore's results layout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from playprm.config import MODES, EvalConfig, parse_shard
+from playprm.search.base import AGGREGATES
+
+
+def add_game_arguments(parser) -> None:
+    parser.add_argument("--game", dest="games", action="append", default=[], metavar="NAME",
+                        help="a game to play (repeatable)")
+    parser.add_argument("--game-all", action="store_true", help="play every available game")
+    parser.add_argument("--games-dir", type=Path, help="a clembench checkout; its games shadow built-in ones")
+    parser.add_argument("--limit", type=int, help="play the first N instances of each experiment")
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("eval", help="play games with a policy (greedy, best-of-n, beam-search, dvts)")
+    parser.add_argument("--policy-model", required=True,
+                        help="model name from model_registry.json (cwd, then clemcore's) or a local HF model dir")
+    parser.add_argument("--mode", choices=MODES, default="greedy")
+    parser.add_argument("--prm-path", type=Path, help="PRM folder (train-prm or make-tiny output)")
+    add_game_arguments(parser)
+    parser.add_argument("--results-dir", type=Path, default=Path("results"))
+    parser.add_argument("--n-candidates", type=int, default=4, help="candidates per guided turn (default 4)")
+    parser.add_argument("--temperature", type=float, help="default 0 for greedy, 0.7 for sampling modes")
+    parser.add_argument("--max-tokens", type=int, default=2048)
+    parser.add_argument("--beam-width", type=int, default=2)
+    parser.add_argument("--num-beam-iterations", type=int, default=20)
+    parser.add_argument("--aggregate", choices=AGGREGATES, default="last",
+                        help="how turn scores combine along a trajectory")
+    parser.add_argument("--guide-roles", nargs="+", metavar="ROLE",
+                        help="guide only these game roles (default: every policy player)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--batch-size", type=int, default=32, help="episodes in flight (default 32)")
+    parser.add_argument("--shard", help="i/n: play every n-th planned episode starting at i (zero-based)")
+    parser.add_argument("--retry-errors", action="store_true", help="replay episodes that ended in error.json")
+    parser.set_defaults(func=run)
+
+
+def config_from_args(args) -> EvalConfig:
+    return EvalConfig(
+        policy_model=args.policy_model, mode=args.mode, prm_path=args.prm_path, games=args.games,
+        game_all=args.game_all, games_dir=args.games_dir, limit=args.limit, results_dir=args.results_dir,
+        n_candidates=args.n_candidates, temperature=args.temperature, max_tokens=args.max_tokens,
+        beam_width=args.beam_width, num_beam_iterations=args.num_beam_iterations, aggregate=args.aggregate,
+        guide_roles=args.guide_roles, seed=args.seed, batch_size=args.batch_size, shard=parse_shard(args.shard),
+        retry_errors=args.retry_errors,
+    )
+
+
+def run(args) -> int:
+    from playprm.play import run_eval
+
+    run_dir, summary = run_eval(config_from_args(args))
+    print(f"results: {run_dir}")
+    for line in summary.lines():
+        print(line)
+    try:
+        from playprm.report.clemscore import compute_table
+
+        table = compute_table([run_dir.parent])
+        row = table.loc[[run_dir.name]] if run_dir.name in table.index else table
+        print(row.T.to_string())
+    except Exception as error:  # the report is a convenience here; `playprm report` is the real one
+        print(f"(no clemscore table: {error})")
+    return 0

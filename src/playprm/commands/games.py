@@ -1,0 +1,50 @@
+"""``playprm games``: list the games playprm can play, and make them visible to clemcore's own CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "games", help="list the available games (built-in, game_registry.json, --games-dir)"
+    )
+    parser.add_argument(
+        "--games-dir",
+        type=Path,
+        default=None,
+        help="an extra folder of clemgames, e.g. a clembench checkout; its games shadow others",
+    )
+    parser.add_argument(
+        "--register",
+        action="store_true",
+        help="write game_registry.json here so that `clem run/list` finds the built-in games",
+    )
+    parser.set_defaults(func=run)
+
+
+def format_table(rows: list[list[str]]) -> str:
+    """Rows of cells as left-aligned columns separated by two spaces (the first row is the header)."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows
+    )
+
+
+def run(args) -> int:
+    from playprm.games.registry import discover_games, write_game_registry
+
+    games = discover_games(args.games_dir)
+    rows = [["name", "players", "source", "benchmarks", "path"]]
+    for entry in sorted(games.values(), key=lambda e: e.name):
+        rows.append(
+            [entry.name, str(entry.players), entry.source, ",".join(entry.benchmarks) or "-", str(entry.path)]
+        )
+    print(format_table(rows))
+    if args.register:
+        path = write_game_registry(Path.cwd())
+        print(
+            f"\nwrote {path}: clemcore's `clem list games` / `clem run` started in {path.parent} "
+            "now find the built-in games"
+        )
+    return 0

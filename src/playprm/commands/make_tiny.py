@@ -1,0 +1,35 @@
+"""``playprm make-tiny``: a tiny random-weight policy and PRM for offline CPU runs and tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from playprm.errors import UsageError
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "make-tiny", help="write a tiny random-weight policy (DIR/policy) and PRM (DIR/prm)"
+    )
+    parser.add_argument("--out", required=True, type=Path, help="directory to write policy/ and prm/ into")
+    parser.add_argument("--layers", type=int, default=2, help="transformer layers (default 2)")
+    parser.add_argument("--hidden", type=int, default=64, help="hidden size (default 64)")
+    parser.add_argument("--heads", type=int, default=4, help="attention heads (default 4)")
+    parser.add_argument("--seed", type=int, default=0, help="weight initialisation seed")
+    parser.set_defaults(func=run)
+
+
+def run(args) -> int:
+    if args.layers < 1 or args.hidden < 8 or args.heads < 1 or args.hidden % args.heads:
+        raise UsageError("--layers and --heads must be >= 1 and --hidden a multiple of --heads (>= 8)")
+    if args.out.exists() and not args.out.is_dir():
+        raise UsageError(f"--out {args.out} exists and is not a directory; choose another path")
+    from playprm.models.tiny import TinySize, make_tiny
+
+    kv_heads = max(1, args.heads // 2)
+    paths = make_tiny(
+        args.out, TinySize(layers=args.layers, hidden=args.hidden, heads=args.heads, kv_heads=kv_heads),
+        seed=args.seed,
+    )
+    print(f"policy: {paths['policy']}\nprm:    {paths['prm']}")
+    return 0

@@ -1,0 +1,49 @@
+"""``playprm register``: make this workspace's clemcore CLI see playprm's games, backend and a model entry."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from playprm import atomic
+from playprm.errors import UsageError
+
+API_TEXT = ("# written by `playprm register`: the \"playprm\" backend for clemcore's `clem run`\n"
+            "from playprm.models.clemcore_backend import PlayprmBackend  # noqa: F401\n")
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "register", help="write game_registry.json, playprm_api.py (and a model entry) so `clem` sees them")
+    parser.add_argument("--dir", type=Path, default=Path("."), help="workspace to write into (default: cwd)")
+    parser.add_argument("--model-name", help="also add a model_registry.json entry with this name ...")
+    parser.add_argument("--model-path", type=Path, help="... for this local HF model directory")
+    parser.set_defaults(func=run)
+
+
+def add_model_entry(directory: Path, name: str, model_path: Path, backend: str = "playprm") -> Path:
+    """Append (or replace by name) a clemcore registry entry in ``directory/model_registry.json``."""
+    from playprm.models.registry import read_registry_file
+
+    path = directory / "model_registry.json"
+    entries = read_registry_file(path) if path.exists() else []
+    entries = [e for e in entries if e.get("model_name") != name]
+    entries.append({"model_name": name, "backend": backend, "huggingface_id": str(model_path.resolve()),
+                    "model_config": {"engine": "hf", "premade_chat_template": True}})
+    return atomic.write_text(path, json.dumps(entries, indent=2))
+
+
+def run(args) -> int:
+    if not args.dir.is_dir():
+        raise UsageError(f"--dir {args.dir} is not a directory")
+    if bool(args.model_name) != bool(args.model_path):
+        raise UsageError("--model-name and --model-path go together")
+    if args.model_path and not (args.model_path / "config.json").is_file():
+        raise UsageError(f"--model-path {args.model_path} holds no config.json; give a Hugging Face model folder")
+    from playprm.games.registry import write_game_registry
+
+    print(f"games:   {write_game_registry(args.dir)}")
+    print(f"backend: {atomic.write_text(args.dir / 'playprm_api.py', API_TEXT)}")
+    if args.model_name:
+        print(f"model:   {add_model_entry(args.dir, args.model_name, args.model_path)}")
+    return 0

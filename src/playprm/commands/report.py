@@ -1,0 +1,90 @@
+"""``playprm report``: clemscore / statscore tables with CIs and plots; ``--compare`` runs side by side."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from playprm.errors import UsageError
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "report",
+        help="clemscore/statscore table (clemcore's numbers) with bootstrap CIs and plots, or --compare runs",
+        description=(
+            "Read clemcore results dirs (<model-pair>/<game>/<experiment>/<episode>/scores.json). "
+            "--results-dir reads all given dirs as one run set (e.g. SLURM shards) and writes results.csv "
+            "(clem eval's columns first), results.md and clemscore.png; --compare reads each dir on its own "
+            "and writes compare.csv, compare.md and compute.png."
+        ),
+    )
+    inputs = parser.add_mutually_exclusive_group(required=True)
+    inputs.add_argument("--results-dir", nargs="+", type=Path, metavar="DIR", help="results dir(s), read as one")
+    inputs.add_argument("--compare", nargs="+", type=Path, metavar="DIR", help="results dirs to set side by side")
+    parser.add_argument("--out", type=Path, help="output folder (default: the only input dir)")
+    parser.add_argument(
+        "--static-games", metavar="A,B",
+        help="comma-separated static games for statscore (default: those marked static in the game registry)",
+    )
+    parser.add_argument(
+        "--games-dir", type=Path, metavar="DIR",
+        help="extra games folder (e.g. a clembench checkout) whose clemgame.json files mark static games",
+    )
+    parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples for the CIs (default 1000)")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    parser.set_defaults(func=run)
+
+
+def _output_folder(out: Path | None, inputs: list[Path]) -> Path:
+    if out is None:
+        if len(inputs) != 1:
+            raise UsageError("several input dirs: pass --out OUT to say where the report goes")
+        out = inputs[0]
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} exists and is not a folder; choose another path")
+    existing = out
+    while not existing.exists():
+        existing = existing.parent
+    if not os.access(existing, os.W_OK):
+        raise UsageError(f"cannot write into {out} (no permission); pass --out to a writable folder")
+    return out
+
+
+def _static_games(value: str | None) -> set[str] | None:
+    if value is None:
+        return None
+    return {name.strip() for name in value.split(",") if name.strip()}
+
+
+def run(args) -> int:
+    from playprm.report.episodes import validate_results_dirs
+
+    inputs = validate_results_dirs(args.compare or args.results_dir)
+    out = _output_folder(args.out, inputs)
+    if args.resamples < 1:
+        raise UsageError(f"--resamples must be at least 1, got {args.resamples}")
+    static_games = _static_games(args.static_games)
+    if static_games is None and args.games_dir is not None:
+        from playprm.report.clemscore import registry_static_games
+
+        static_games, reason = registry_static_games(args.games_dir)
+        if static_games is None:
+            raise UsageError(f"--games-dir given but {reason}")
+    if args.compare:
+        from playprm.report.compare import compare_runs, render_comparison
+        from playprm.report.outputs import write_comparison
+
+        comparison = compare_runs(inputs, static_games, args.resamples, args.seed)
+        print(render_comparison(comparison), end="")
+        written = write_comparison(comparison, out)
+    else:
+        from playprm.report.clemscore import compute_table
+        from playprm.report.outputs import write_results
+        from playprm.report.render import render_table
+
+        table = compute_table(inputs, static_games, args.resamples, args.seed)
+        print(render_table(table), end="")
+        written = write_results(table, out)
+    print("wrote " + ", ".join(str(path) for path in written))
+    return 0

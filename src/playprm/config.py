@@ -1,0 +1,109 @@
+"""One validated config per job. ``validate()`` is the single place that turns impossible settings into the
+one-line error a user sees, before any model loads or any file is written."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from playprm.errors import UsageError
+from playprm.search.base import AGGREGATES
+
+MODES = ("greedy", "best-of-n", "beam-search", "dvts")
+GUIDED_MODES = ("best-of-n", "beam-search", "dvts")
+LOOKAHEAD_MODES = ("beam-search", "dvts")  # they step the game with actions that are finally not played
+
+
+def parse_shard(text: str | None) -> tuple[int, int] | None:
+    """``--shard i/n`` with 0 <= i < n (SLURM_ARRAY_TASK_ID style, zero-based)."""
+    if text is None:
+        return None
+    match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+    if not match:
+        raise UsageError(f"--shard {text!r} must look like i/n, e.g. 0/4")
+    index, count = int(match.group(1)), int(match.group(2))
+    if count < 1 or index >= count:
+        raise UsageError(f"--shard {text}: need 0 <= i < n (zero-based shard index), e.g. 0/{max(count, 1)}")
+    return index, count
+
+
+@dataclass
+class EvalConfig:
+    """``playprm eval``; defaults are the model card's inference settings."""
+
+    policy_model: str
+    mode: str = "greedy"
+    prm_path: Path | None = None
+    games: list[str] = field(default_factory=list)
+    game_all: bool = False
+    games_dir: Path | None = None
+    limit: int | None = None
+    results_dir: Path = Path("results")
+    n_candidates: int = 4  # model card: best-of-4
+    temperature: float | None = None  # None: 0 for greedy, 0.7 for sampling modes (model card)
+    max_tokens: int = 2048  # model card
+    beam_width: int = 2
+    num_beam_iterations: int = 20  # model card
+    aggregate: str = "last"
+    guide_roles: list[str] | None = None  # None: every policy player is guided
+    seed: int = 0
+    batch_size: int = 32  # episodes in flight
+    shard: tuple[int, int] | None = None
+    retry_errors: bool = False
+
+    def validate(self) -> EvalConfig:
+        if self.mode not in MODES:
+            raise UsageError(f"--mode {self.mode!r} is not one of {', '.join(MODES)}")
+        if self.temperature is None:
+            self.temperature = 0.0 if self.mode == "greedy" else 0.7
+        if self.temperature < 0:
+            raise UsageError(f"--temperature {self.temperature} is negative; use 0 for greedy or a value > 0")
+        if self.mode in GUIDED_MODES and self.prm_path is None:
+            raise UsageError(f"--mode {self.mode} needs a PRM: add --prm-path DIR (from train-prm or make-tiny)")
+        if self.mode in GUIDED_MODES and self.temperature == 0:
+            raise UsageError(f"--mode {self.mode} with --temperature 0 yields N identical candidates; use e.g. 0.7")
+        if self.n_candidates < 1:
+            raise UsageError(f"--n-candidates {self.n_candidates} must be at least 1")
+        if self.mode in LOOKAHEAD_MODES and self.beam_width < 1:
+            raise UsageError(f"--beam-width {self.beam_width} must be at least 1")
+        if self.mode in LOOKAHEAD_MODES and self.beam_width > self.n_candidates:
+            raise UsageError(f"--beam-width {self.beam_width} is larger than --n-candidates {self.n_candidates}; "
+                             f"a beam cannot keep more trajectories than it expands")
+        if self.num_beam_iterations < 1:
+            raise UsageError(f"--num-beam-iterations {self.num_beam_iterations} must be at least 1")
+        if self.aggregate not in AGGREGATES:
+            raise UsageError(f"--aggregate {self.aggregate!r} is not one of {', '.join(AGGREGATES)}")
+        if self.limit is not None and self.limit < 1:
+            raise UsageError(f"--limit {self.limit} must be at least 1 (it plays the first N instances of each "
+                             f"experiment); leave it out to play all")
+        if self.max_tokens < 1:
+            raise UsageError(f"--max-tokens {self.max_tokens} must be at least 1")
+        if self.batch_size < 1:
+            raise UsageError(f"--batch-size {self.batch_size} must be at least 1")
+        if not self.games and not self.game_all:
+            raise UsageError("say which games to play: --game NAME (repeatable) or --game-all")
+        if self.results_dir.exists() and not self.results_dir.is_dir():
+            raise UsageError(f"--results-dir {self.results_dir} exists and is not a directory")
+        if self.prm_path is not None:
+            from playprm.prm.model import read_prm_config
+
+            read_prm_config(self.prm_path)
+        return self
+
+    @property
+    def env_lookahead(self) -> bool:
+        return self.mode in LOOKAHEAD_MODES
+
+    def mode_tag(self) -> str:
+        """Folder-name suffix that keeps every mode's results apart (clemcore's eval shows one row each)."""
+        tag = f"t{float(self.temperature)}"
+        if self.mode == "best-of-n":
+            tag += f"-bon{self.n_candidates}"
+        elif self.mode == "beam-search":
+            tag += f"-beam{self.beam_width}x{self.n_candidates}-{self.aggregate}"
+        elif self.mode == "dvts":
+            tag += f"-dvts{self.n_candidates}w{self.beam_width}-{self.aggregate}"
+        if self.guide_roles and self.mode != "greedy":
+            tag += "-guide_" + "_".join(sorted(r.lower() for r in self.guide_roles))
+        return tag

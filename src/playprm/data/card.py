@@ -1,0 +1,79 @@
+"""Pieces of the README.md dataset cards: what went in, what was filtered out or skipped, and why.
+
+The front matter names the split files, so ``datasets.load_dataset(OUT)`` finds train and validation.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from playprm.results import OUTCOMES, Episode
+
+MAX_LISTED = 20  # skipped episodes or dropped samples named one by one in a card; the rest are counted
+
+
+def front_matter(files: dict[str, str]) -> str:
+    """YAML front matter mapping split names to files (``{"train": "train.jsonl", ...}``)."""
+    lines = ["---", "configs:", "- config_name: default", "  data_files:"]
+    for split, path in files.items():
+        lines += [f"  - split: {split}", f"    path: {path}"]
+    return "\n".join(lines + ["---"])
+
+
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """A Markdown table; numbers are right-aligned."""
+    rows = [list(map(str, row)) for row in rows]
+    align = ["---:" if rows and all(row[i].lstrip("-").isdigit() for row in rows) else "---"
+             for i in range(len(header))]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def outcome_table(episodes: Sequence[Episode]) -> str:
+    """Episodes seen per game and outcome ("unknown": unscored or ended with error.json), with a total."""
+    columns = [*OUTCOMES, None]
+    counts = Counter((episode.game, episode.outcome) for episode in episodes)
+    games = sorted({episode.game for episode in episodes})
+    rows = [[game, *(counts[game, outcome] for outcome in columns),
+             sum(counts[game, outcome] for outcome in columns)] for game in games]
+    rows.append(["**total**", *(sum(counts[game, outcome] for game in games) for outcome in columns),
+                 len(episodes)])
+    return markdown_table(["game", *OUTCOMES, "unknown", "episodes"], rows)
+
+
+def split_table(train: Sequence[dict], validation: Sequence[dict]) -> str:
+    """Records per game in each split, with a total."""
+    in_train = Counter(record["meta"]["game"] for record in train)
+    in_validation = Counter(record["meta"]["game"] for record in validation)
+    games = sorted(set(in_train) | set(in_validation))
+    rows = [[game, in_train[game], in_validation[game]] for game in games]
+    rows.append(["**total**", len(train), len(validation)])
+    return markdown_table(["game", "train", "validation"], rows)
+
+
+def split_note(train: Sequence[dict], validation: Sequence[dict], *, seed: int, val_fraction: float) -> str:
+    """One paragraph saying how the split was made and how many instances each side holds."""
+    def instances(records):
+        return len({(r["meta"]["game"], r["meta"]["experiment"], str(r["meta"]["game_id"])) for r in records})
+
+    return (
+        f"Split by game instance (game, experiment, game_id) with seed {seed} and val-fraction {val_fraction}: "
+        f"{instances(train)} instances in train, {instances(validation)} in validation, none in both. "
+        "An instance's side depends only on the seed and the instance, so datasets built from the same runs "
+        "agree, except that a run with no instance drawn for validation moves its lowest draw there. Older "
+        "records without instance.json identify instances by episode folder (`meta.game_id_source`)."
+    )
+
+
+def skipped_section(skipped: Sequence[tuple[Path, str]]) -> str:
+    """How many episodes could not be read, and the first ones with their reasons."""
+    if not skipped:
+        return "Skipped as unreadable: 0 episodes."
+    lines = [f"Skipped as unreadable: {len(skipped)} episodes."]
+    lines += [f"- `{path}`: {reason}" for path, reason in skipped[:MAX_LISTED]]
+    if len(skipped) > MAX_LISTED:
+        lines.append(f"- … and {len(skipped) - MAX_LISTED} more")
+    return "\n".join(lines)

@@ -1,0 +1,252 @@
+"""PRM dataset from clemcore results: one labelled record per LLM turn, plus preference pairs.
+
+A record is ``{"messages": <context the player saw>, "response": <its reply>, "label": float in [0, 1],
+"label_kind": "outcome" | "mc", "n_rollouts": int, "meta": {...}}``.
+
+- ``outcome`` labels give every turn of an episode that episode's outcome (success 1; lose and abort
+  configurable, 0 by default): one rollout per turn.
+- ``mc`` labels come from the rollout trees of ``collect --branch-factor`` (``turns.jsonl``): the share of
+  successful finished leaves below the node, over ``n_rollouts`` leaves. Siblings with different labels also
+  give ``pairs.jsonl`` records ``{"messages", "chosen", "rejected", "chosen_label", "rejected_label", "meta"}``.
+
+All files share one split by instance (see ``playprm.data.split``); pairs carry theirs in ``meta.split``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from playprm.atomic import write_text
+from playprm.data.card import (
+    MAX_LISTED,
+    front_matter,
+    markdown_table,
+    outcome_table,
+    skipped_section,
+    split_note,
+    split_table,
+)
+from playprm.data.records import episode_meta, instance_of, write_jsonl
+from playprm.data.rollout_tree import (
+    MonteCarloLabel,
+    RolloutNode,
+    monte_carlo_labels,
+    read_rollout_tree,
+    sibling_pairs,
+)
+from playprm.data.split import validation_instances
+from playprm.results import Episode, ResultsScan
+
+LABEL_CHOICES = ("outcome", "mc", "both")
+TREE_FILE = "turns.jsonl"
+
+
+@dataclass
+class PrmDataset:
+    """The records of one ``prm-data`` run and what the card reports about them."""
+
+    train: list[dict]
+    validation: list[dict]
+    pairs: list[dict] | None  # None when no mc labels were asked for
+    scan: ResultsScan
+    trees: list[Path] = field(default_factory=list)
+    tree_lines_skipped: list[tuple[str, str]] = field(default_factory=list)
+    unfinished_nodes: int = 0  # tree nodes without a finished leaf below: no mc label
+    unknown_leaves: int = 0  # leaves whose outcome is unknown: not counted
+    replies_without_context: int = 0
+
+
+def outcome_records(episodes: Sequence[Episode], *, lose_label: float = 0.0,
+                    abort_label: float = 0.0) -> tuple[list[dict], int]:
+    """``(records, replies_without_context)``: an outcome-labelled record per LLM turn of every episode
+    with a known outcome, and how many replies had no context to score them in (left out)."""
+    value = {"success": 1.0, "lose": lose_label, "aborted": abort_label}
+    records, without_context = [], 0
+    for episode in episodes:
+        if episode.outcome is None:
+            continue
+        for player in episode.llm_players():
+            meta = episode_meta(episode, player)
+            for turn in episode.llm_turns(player.name):
+                if not turn.context:
+                    without_context += 1
+                    continue
+                records.append({
+                    "messages": turn.context, "response": turn.response, "label": value[episode.outcome],
+                    "label_kind": "outcome", "n_rollouts": 1,
+                    "meta": {**meta, "turn": turn.index, "round": turn.round},
+                })
+    return records, without_context
+
+
+def find_rollout_trees(results_dirs: Sequence[Path]) -> list[Path]:
+    """The turns.jsonl files of ``results_dirs``: in a folder given directly (a model folder) or one level
+    below (a results root)."""
+    found: dict[Path, Path] = {}
+    for results_dir in results_dirs:
+        for path in [Path(results_dir) / TREE_FILE, *sorted(Path(results_dir).glob(f"*/{TREE_FILE}"))]:
+            if path.is_file():
+                found.setdefault(path.resolve(), path)
+    return list(found.values())
+
+
+@dataclass
+class _TreeRecords:
+    records: list[dict]
+    pairs: list[tuple[dict, RolloutNode, RolloutNode, MonteCarloLabel, MonteCarloLabel]]
+    unfinished_nodes: int
+    unknown_leaves: int
+
+
+def tree_records(tree: Path, scan: ResultsScan, skipped: list[tuple[str, str]]) -> _TreeRecords:
+    """Mc-labelled records and sibling pairs of one turns.jsonl.
+
+    A leaf without an outcome of its own takes the outcome of its episode (``leaf_episode``) once scored;
+    the player's model is looked up in the episodes of the same model folder.
+    """
+    model_dir = tree.parent.resolve()
+    nodes = read_rollout_tree(tree, on_skip=lambda where, reason: skipped.append((where, reason)))
+    episodes = {episode.path.resolve().relative_to(model_dir).as_posix(): episode
+                for episode in scan.episodes if episode.model_dir == model_dir}
+    models = {(*episode.instance_key, player.name): player.model_name
+              for episode in episodes.values() for player in episode.llm_players()}
+
+    def leaf_outcome(node: RolloutNode) -> str | None:
+        episode = episodes.get(str(node.leaf_episode).strip("/"))
+        return node.outcome or (episode.outcome if episode else None)
+
+    labels = monte_carlo_labels(nodes, leaf_outcome)
+    metas = {}
+    records = []
+    for node in nodes.values():
+        metas[node.turn_id] = {
+            "game": node.game, "experiment": node.experiment, "game_id": node.game_id,
+            "episode": node.leaf_episode, "player": node.player, "game_role": node.game_role,
+            "model": models.get((node.game, node.experiment, str(node.game_id), node.player)),
+            "outcome": leaf_outcome(node) if node.leaf_episode else None, "model_folder": model_dir.name,
+            "game_id_source": TREE_FILE, "turn": node.turn, "turn_id": node.turn_id,
+            "parent_id": node.parent_id, "sample": node.sample,
+        }
+        label = labels.get(node.turn_id)
+        if label is not None and node.context:
+            records.append({"messages": node.context, "response": node.response, "label": label.value,
+                            "label_kind": "mc", "n_rollouts": label.rollouts, "meta": metas[node.turn_id]})
+    pairs = [(metas[chosen.turn_id], chosen, rejected, labels[chosen.turn_id], labels[rejected.turn_id])
+             for chosen, rejected in sibling_pairs(nodes, labels)]
+    unknown = sum(1 for node in nodes.values() if node.leaf_episode and leaf_outcome(node) is None)
+    return _TreeRecords(records, pairs, unfinished_nodes=len(nodes) - len(labels), unknown_leaves=unknown)
+
+
+def build_prm_dataset(
+    scan: ResultsScan, *, labels: str, trees: Sequence[Path] = (), val_fraction: float, seed: int,
+    lose_label: float = 0.0, abort_label: float = 0.0,
+) -> PrmDataset:
+    """Records of the kinds ``labels`` names ("outcome", "mc" or "both") from ``scan`` and the rollout
+    ``trees``, split by instance; pairs only with mc labels."""
+    records: list[dict] = []
+    dataset = PrmDataset(train=[], validation=[], pairs=None, scan=scan, trees=list(trees))
+    if labels in ("outcome", "both"):
+        records, dataset.replies_without_context = outcome_records(
+            scan.episodes, lose_label=lose_label, abort_label=abort_label)
+    tree_pairs = []
+    if labels in ("mc", "both"):
+        for tree in trees:
+            found = tree_records(tree, scan, dataset.tree_lines_skipped)
+            records += found.records
+            tree_pairs += found.pairs
+            dataset.unfinished_nodes += found.unfinished_nodes
+            dataset.unknown_leaves += found.unknown_leaves
+    held_out = validation_instances(map(instance_of, records), val_fraction=val_fraction, seed=seed)
+    dataset.train = [record for record in records if instance_of(record) not in held_out]
+    dataset.validation = [record for record in records if instance_of(record) in held_out]
+    if labels in ("mc", "both"):
+        dataset.pairs = [_pair_record(*pair, held_out) for pair in tree_pairs]
+    return dataset
+
+
+def _pair_record(meta: dict, chosen: RolloutNode, rejected: RolloutNode, chosen_label: MonteCarloLabel,
+                 rejected_label: MonteCarloLabel, held_out: set) -> dict:
+    pair_meta = {key: meta[key] for key in ("game", "experiment", "game_id", "player", "game_role", "model",
+                                            "model_folder", "turn", "parent_id")}
+    pair_meta.update(
+        chosen_turn_id=chosen.turn_id, rejected_turn_id=rejected.turn_id,
+        chosen_rollouts=chosen_label.rollouts, rejected_rollouts=rejected_label.rollouts,
+        split="validation" if instance_of({"meta": meta}) in held_out else "train",
+    )
+    return {"messages": chosen.context, "chosen": chosen.response, "rejected": rejected.response,
+            "chosen_label": chosen_label.value, "rejected_label": rejected_label.value, "meta": pair_meta}
+
+
+def write_prm_dataset(dataset: PrmDataset, out: Path, *, sources: Sequence[Path], labels: str,
+                      val_fraction: float, seed: int, lose_label: float, abort_label: float) -> None:
+    """Write ``out/train.jsonl``, ``out/validation.jsonl``, ``out/pairs.jsonl`` (mc labels only) and the
+    ``out/README.md`` card, each atomically."""
+    write_jsonl(out / "train.jsonl", dataset.train)
+    write_jsonl(out / "validation.jsonl", dataset.validation)
+    if dataset.pairs is not None:
+        write_jsonl(out / "pairs.jsonl", dataset.pairs)
+    card = prm_card(dataset, sources=sources, labels=labels, val_fraction=val_fraction, seed=seed,
+                    lose_label=lose_label, abort_label=abort_label)
+    write_text(out / "README.md", card)
+
+
+def prm_card(dataset: PrmDataset, *, sources: Sequence[Path], labels: str, val_fraction: float, seed: int,
+             lose_label: float, abort_label: float) -> str:
+    """The dataset card: sources, label kinds and their definitions, episodes, records, trees and pairs."""
+    records = dataset.train + dataset.validation
+    parts = [
+        front_matter({"train": "train.jsonl", "validation": "validation.jsonl"}),
+        "# PRM dataset from clemcore game episodes",
+        "Built by `playprm prm-data --labels " + labels + "` from "
+        + ", ".join(f"`{source}`" for source in sources) + ". One record per LLM turn: `messages` (the "
+        "context the player saw), `response` (its reply), `label` in [0, 1], `label_kind`, `n_rollouts` and "
+        "`meta` (game, experiment, game_id, episode, player, game_role, model, outcome, turn).",
+        "## Episodes seen",
+        outcome_table(dataset.scan.episodes),
+        skipped_section(dataset.scan.skipped),
+        "## Records",
+        split_table(dataset.train, dataset.validation),
+        split_note(dataset.train, dataset.validation, seed=seed, val_fraction=val_fraction),
+        label_table(records),
+    ]
+    if labels in ("outcome", "both"):
+        parts.append(
+            f"Outcome labels: every turn of an episode gets its outcome: success 1.0, lose {lose_label}, "
+            f"aborted {abort_label}. Episodes with no known outcome give no records; replies with no context "
+            f"before them (left out): {dataset.replies_without_context}.")
+    if labels in ("mc", "both"):
+        parts.append(tree_section(dataset))
+    return "\n\n".join(parts) + "\n"
+
+
+def label_table(records: Sequence[dict]) -> str:
+    """Records per label kind: how many, their mean label, and how many are exactly 0, between, exactly 1."""
+    rows = []
+    for kind in sorted({record["label_kind"] for record in records}):
+        values = [record["label"] for record in records if record["label_kind"] == kind]
+        rows.append([kind, len(values), f"{sum(values) / len(values):.3f}", sum(v == 0 for v in values),
+                     sum(0 < v < 1 for v in values), sum(v == 1 for v in values)])
+    return markdown_table(["label kind", "records", "mean label", "= 0", "between", "= 1"], rows)
+
+
+def tree_section(dataset: PrmDataset) -> str:
+    """The card's account of the rollout trees: files, unlabelled nodes, unreadable lines, pairs."""
+    lines = [
+        "## Monte-Carlo labels",
+        "Read from " + (", ".join(f"`{tree}`" for tree in dataset.trees) or "no turns.jsonl") + ". A node's "
+        "label is the share of successful leaves among the finished leaves of its subtree (`n_rollouts`), "
+        "i.e. the estimated value of the state after its reply.",
+        f"Nodes without a finished leaf below (no mc label): {dataset.unfinished_nodes}. Leaves with no known "
+        f"outcome (not counted): {dataset.unknown_leaves}. Unreadable turns.jsonl lines: "
+        f"{len(dataset.tree_lines_skipped)}.",
+    ]
+    lines += [f"- `{where}`: {reason}" for where, reason in dataset.tree_lines_skipped[:MAX_LISTED]]
+    pairs = dataset.pairs or []
+    splits = Counter(pair["meta"]["split"] for pair in pairs)
+    lines.append(f"`pairs.jsonl`: {len(pairs)} preference pairs of sibling turns (same parent state and "
+                 f"player) whose mc labels differ, the higher-valued reply `chosen` ({splits['train']} train, "
+                 f"{splits['validation']} validation by `meta.split`).")
+    return "\n\n".join(lines)

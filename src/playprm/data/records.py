@@ -1,0 +1,45 @@
+"""What every dataset line carries about its origin, and how dataset files are written (atomically)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+from playprm.atomic import write_text
+from playprm.results import Episode, PlayerInfo
+
+
+def episode_meta(episode: Episode, player: PlayerInfo) -> dict:
+    """The ``meta`` block of a sample drawn from ``player``'s side of ``episode``.
+
+    ``model`` is the player's model; ``model_folder`` the results folder it was read from; ``game_id_source``
+    says whether the game id is the real instance id or, for older records without one, the episode folder.
+    """
+    return {
+        "game": episode.game,
+        "experiment": episode.experiment,
+        "game_id": episode.game_id,
+        "episode": episode.episode,
+        "player": player.name,
+        "game_role": player.game_role,
+        "model": player.model_name,
+        "outcome": episode.outcome,
+        "model_folder": episode.model,
+        "game_id_source": episode.game_id_source,
+    }
+
+
+def instance_of(record: dict) -> tuple[str, str, str]:
+    """The instance ``(game, experiment, game_id)`` a dataset record comes from, as the split keys it."""
+    meta = record["meta"]
+    return meta["game"], meta["experiment"], str(meta["game_id"])
+
+
+def write_jsonl(path: Path, records: Iterable[dict]) -> int:
+    """Write one JSON object per line to ``path`` atomically (no records: an empty file); returns the
+    number of lines."""
+    # allow_nan=False: a NaN from scores.json must not leak into a file strict JSON readers reject
+    lines = [json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n" for record in records]
+    write_text(path, "".join(lines))
+    return len(lines)

@@ -1,0 +1,261 @@
+"""One episode of a clemcore game, stepped from outside so that many can be batched.
+
+An ``Episode`` wraps clemcore's ``GameMasterEnv`` with clemcore's own recorders attached (the same ones its
+``clem run`` uses), so the files written at the end are exactly clemcore's. Programmatic players answer inside
+``advance()``; the policy's turns are exposed as ``pending`` for the runner to batch. ``fork()`` copies the
+whole game state (as clemcore's branching runner does) for beam search and rollout branching.
+
+Files are written into a hidden staging folder and renamed into place in one step, so an episode folder
+either exists complete or not at all — which is also the resume marker.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+import traceback
+from copy import deepcopy
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from clemcore.backends.model_registry import Model, ModelSpec
+from clemcore.clemgame import GameBenchmarkCallback, GameBenchmarkCallbackList
+from clemcore.clemgame.envs.pettingzoo.master import GameMasterEnv
+from clemcore.clemgame.recorder import EventCallRecorder, GameInteractionsRecorder
+
+from playprm import atomic
+
+
+class PolicyModel(Model):
+    """Stands in for the policy inside clemcore's game master: it only carries a name.
+
+    Generation happens in the runner (batched across episodes), never through this object, and copying a
+    game for beam search must not copy model weights, hence ``__deepcopy__`` returns the same object.
+    """
+
+    def __init__(self, name: str, gen_args: dict | None = None):
+        super().__init__(ModelSpec.from_dict({"model_name": name, "backend": "playprm"}))
+        self.set_gen_args(**(gen_args or {}))
+
+    def generate_response(self, messages):  # pragma: no cover - the runner generates
+        raise RuntimeError("PolicyModel does not generate; playprm's runner does")
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+@dataclass
+class EpisodeTask:
+    """What to play and where its folder goes."""
+
+    game: str
+    benchmark: Any  # clemcore GameBenchmark of the game (kept open for the whole run)
+    experiment: dict
+    instance: dict
+    episode_dir: Path  # final folder: <results>/<pair>/<game>/<experiment>/<episode>
+    seed: int = 0
+    sample: int = 0
+
+    @property
+    def key(self) -> str:
+        return f"{self.game}/{self.experiment['name']}/{self.episode_dir.name}"
+
+
+class _Recorders(GameBenchmarkCallback):
+    """Attaches clemcore's interaction and request recorders at game start (as clem run's savers do)."""
+
+    def __init__(self, run_dir: str, model_infos: dict):
+        self.run_dir = run_dir
+        self.model_infos = model_infos
+        self.interactions: GameInteractionsRecorder | None = None
+        self.requests: dict[str, EventCallRecorder] = {}
+
+    def on_game_start(self, game_master, game_instance):
+        spec = game_master.game_spec
+        self.interactions = GameInteractionsRecorder(
+            spec.game_name, game_master.experiment["name"], game_instance["game_id"], self.run_dir, self.model_infos
+        )
+        for player in game_master.get_players():
+            self.interactions.log_player(player.name, player.game_role, player.model.name)
+        game_master.register(self.interactions)
+        for player in game_master.get_players():
+            recorder = EventCallRecorder(
+                spec.game_name, experiment_name=game_master.experiment["name"], game_id=game_instance["game_id"],
+                player_name=player.name, game_role=player.game_role, model_name=player.model.name,
+            )
+            game_master.register(recorder)
+            player.register(recorder)
+            self.requests[player.name] = recorder
+
+
+@dataclass
+class Turn:
+    """A policy turn waiting for a reply."""
+
+    player: str
+    game_role: str
+    context: list[dict]  # the messages the player sees (its perspective plus the new context)
+
+
+@dataclass
+class Episode:
+    task: EpisodeTask
+    env: GameMasterEnv
+    recorders: _Recorders
+    candidates: list[dict] = field(default_factory=list)  # one entry per policy turn (candidates.jsonl)
+    turn_scores: list[float] = field(default_factory=list)  # PRM scores of the played replies (beam aggregate)
+    generated_tokens: int = 0
+    prm_tokens: int = 0
+    policy_calls: int = 0
+    started: float = field(default_factory=time.perf_counter)
+    error: dict | None = None
+    tags: dict = field(default_factory=dict)  # caller's bookkeeping, copied on fork (e.g. rollout tree ids)
+    pending: Turn | None = None
+    _context: dict | None = None
+
+    @classmethod
+    def start(cls, task: EpisodeTask, policy_name: str, run_dir: str, gen_args: dict) -> Episode:
+        model = PolicyModel(policy_name, gen_args)
+        players = [model] * task.benchmark.game_spec.players
+        recorders = _Recorders(run_dir, Model.to_infos(players))
+        env = GameMasterEnv(task.benchmark, callbacks=GameBenchmarkCallbackList([recorders]))
+        episode = cls(task=task, env=env, recorders=recorders)
+        try:
+            env.reset(options={"player_models": players, "experiment": task.experiment,
+                               "game_instance": task.instance})
+            episode.advance()
+        except Exception as error:  # a broken game fails this episode, not the run
+            episode.fail(error, stage="setup")
+        return episode
+
+    @property
+    def done(self) -> bool:
+        return self.error is not None or self.pending is None
+
+    @property
+    def game_master(self):
+        return self.env.game_master
+
+    def advance(self) -> None:
+        """Play programmatic turns until a policy turn is pending or the game is over."""
+        self.pending = None
+        while True:
+            agent = self.env.agent_selection
+            if agent is None or all(self.env.terminations.values()):
+                return
+            context, _, terminated, truncated, _ = self.env.last(observe=True)
+            if terminated or truncated:
+                self.env.step(None)
+                continue
+            player = self.env.player_by_agent_id[agent]
+            if isinstance(player.model, PolicyModel):
+                self._context = context
+                perspective = player.get_perspective() + [context]
+                messages = [{"role": m["role"], "content": m["content"]} for m in perspective]
+                self.pending = Turn(player=player.name, game_role=player.game_role, context=messages)
+                return
+            self.env.step(player(context))  # programmatic or other non-policy player
+
+    def play(self, text: str, *, log: dict | None = None, generated_tokens: int = 0, prm_tokens: int = 0) -> None:
+        """Send the chosen reply of the pending turn to the game and move on."""
+        assert self.pending is not None, "no policy turn is pending"
+        player = self.env.player_by_agent_id[self.env.agent_selection]
+        self.generated_tokens += generated_tokens
+        self.prm_tokens += prm_tokens
+        self.policy_calls += 1
+        if log is not None:
+            self.candidates.append({"turn": len(self.candidates), "round": self.game_master.current_round,
+                                    "player": self.pending.player, "game_role": self.pending.game_role, **log})
+        try:
+            prompt = player.perceive_context(self._context)
+            response_object = {"clem_player": {"response": text, "model_name": player.model.name}}
+            player.perceive_response(text, metadata={"prompt": prompt, "response_object": response_object})
+            self.env.step(text)
+            self.advance()
+        except Exception as error:
+            self.fail(error, stage="step")
+
+    def fork(self) -> Episode:
+        """An independent copy of the game and its records (clemcore's GameMasterEnv is deep-copyable)."""
+        # the task and the game benchmark (loaded game code) are shared by all copies, not copied
+        memo = {id(self.task): self.task, id(self.task.benchmark): self.task.benchmark}
+        return deepcopy(self, memo)
+
+    def fail(self, error: BaseException, *, stage: str) -> None:
+        self.pending = None
+        self.error = {
+            "timestamp": datetime.now().isoformat(),
+            "stage": stage,
+            "error": type(error).__name__,
+            "message": str(error)[:2000],
+            "traceback": traceback.format_exc(limit=20),
+        }
+
+    @property
+    def outcome(self) -> str | None:
+        state = getattr(self.game_master, "state", None) if self.env.game_master is not None else None
+        value = getattr(getattr(state, "outcome", None), "value", None)
+        return {"success": "success", "failure": "lose", "aborted": "aborted"}.get(value)
+
+    def write(self, *, extra_files: dict[str, Any] | None = None) -> Path:
+        """Write the episode folder atomically: stage everything, then rename into place."""
+        final = self.task.episode_dir
+        staging = final.parent / f".{final.name}.staging-{os.getpid()}"
+        if staging.exists():
+            shutil.rmtree(staging)
+        staging.mkdir(parents=True)
+        atomic.write_json(staging / "instance.json", self.task.instance)
+        wall = time.perf_counter() - self.started
+        cost = {"generated_tokens": self.generated_tokens, "prm_tokens": self.prm_tokens,
+                "wall_seconds": round(wall, 4), "policy_turns": self.policy_calls}
+        if self.error is None and self.recorders.interactions is not None:
+            atomic.write_json(staging / "interactions.json", self.recorders.interactions.interactions)
+            for name, recorder in self.recorders.requests.items():
+                if len(recorder) > 0:
+                    atomic.write_json(staging / f"{'_'.join(name.lower().split())}.requests.json", recorder.requests)
+            try:
+                scorer = self.task.benchmark.create_game_scorer(self.task.experiment, self.task.instance)
+                scorer.compute_scores(self.recorders.interactions.interactions)
+                atomic.write_json(staging / "scores.json", scorer.scores)
+            except Exception as error:
+                self.fail(error, stage="scoring")
+        if self.error is None:
+            atomic.write_json(staging / "completed.json", {"timestamp": datetime.now().isoformat()})
+        else:
+            atomic.write_json(staging / "error.json", self.error)
+            (staging / "interactions.json").unlink(missing_ok=True)
+        atomic.write_json(staging / "cost.json", cost)
+        atomic.write_text(staging / "candidates.jsonl",
+                          "".join(_json_line(row) for row in self.candidates))
+        for name, content in (extra_files or {}).items():
+            atomic.write_json(staging / name, content)
+        if final.exists():  # a stale folder from an older, unfinished layout: replace it
+            shutil.rmtree(final)
+        os.replace(staging, final)
+        return final
+
+
+def _json_line(row: dict) -> str:
+    import json
+
+    return json.dumps(row, ensure_ascii=False) + "\n"
+
+
+def is_finished(episode_dir: Path) -> bool:
+    """Resume marker: an episode folder exists only once it was completely written."""
+    return (episode_dir / "completed.json").is_file() or (episode_dir / "error.json").is_file()
+
+
+def clean_staging(root: Path) -> int:
+    """Remove staging folders left by killed runs; returns how many."""
+    removed = 0
+    if not root.is_dir():
+        return 0
+    for path in root.rglob(".*.staging-*"):
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+            removed += 1
+    return removed

@@ -1,0 +1,1 @@
+"""Reference game (two players): see master.py for the rules."""

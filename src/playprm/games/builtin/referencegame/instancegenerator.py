@@ -1,0 +1,71 @@
+"""Writes ``in/instances.json`` for the reference game: two experiments of ten grid triples each, fixed seed.
+
+    python src/playprm/games/builtin/referencegame/instancegenerator.py
+
+- ``letter_grids``: three different capital letters drawn on 5x5 grids (``resources/letter_shapes.json``);
+- ``random_grids``: three different random grids with eight to twelve filled cells each.
+
+Each instance holds the describer's grids and target label and the guesser's shuffled grids and target label.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+from clemcore.clemgame import GameInstanceGenerator
+
+SEED = 42
+INSTANCES_PER_EXPERIMENT = 10
+GAME_DIR = Path(__file__).resolve().parent
+FILLED, EMPTY = "X", "▢"
+LABELS = ("first", "second", "third")
+SIZE = 5
+
+
+def render(rows: list[str]) -> str:
+    """A grid as players see it: ``X``/``▢`` cells separated by spaces, one row per line."""
+    return "\n".join(" ".join(FILLED if cell == "X" else EMPTY for cell in row) for row in rows)
+
+
+def random_rows(rng: random.Random) -> list[str]:
+    """A 5x5 grid (``X``/``.`` rows) with eight to twelve filled cells at random places."""
+    filled = set(rng.sample(range(SIZE * SIZE), rng.randint(8, 12)))
+    return ["".join("X" if r * SIZE + c in filled else "." for c in range(SIZE)) for r in range(SIZE)]
+
+
+class ReferenceGameInstanceGenerator(GameInstanceGenerator):
+    """Draws every instance's three grids, target and guesser order from one seeded random generator."""
+
+    def __init__(self):
+        super().__init__(str(GAME_DIR))
+
+    def on_generate(self, seed: int, **kwargs):
+        rng = random.Random(seed)  # a private generator: the output does not depend on other random users
+        shapes = json.loads((GAME_DIR / "resources" / "letter_shapes.json").read_text(encoding="utf-8"))
+        letters = sorted(k for k in shapes if not k.startswith("_"))
+        game_id = 0
+        for name in ("letter_grids", "random_grids"):
+            experiment = self.add_experiment(name)
+            for _ in range(INSTANCES_PER_EXPERIMENT):
+                if name == "letter_grids":
+                    triple = [render(shapes[letter]) for letter in rng.sample(letters, 3)]
+                else:
+                    triple = []
+                    while len(triple) < 3:  # distinct grids, so that the target is always identifiable
+                        grid = render(random_rows(rng))
+                        if grid not in triple:
+                            triple.append(grid)
+                target = rng.randrange(3)
+                order = rng.sample(range(3), 3)  # guesser position -> describer position
+                instance = self.add_game_instance(experiment, game_id)
+                instance["describer_grids"] = triple
+                instance["describer_target"] = LABELS[target]
+                instance["guesser_grids"] = [triple[i] for i in order]
+                instance["guesser_target"] = LABELS[order.index(target)]
+                game_id += 1
+
+
+if __name__ == "__main__":
+    ReferenceGameInstanceGenerator().generate(seed=SEED)

@@ -1,0 +1,1 @@
+"""Taboo (two players): see master.py for the rules."""

@@ -1,0 +1,181 @@
+"""Wordle for one player: find a secret five-letter English word in six guesses with letter feedback.
+
+Written for playprm from the published clembench rules (own code, own prompts).
+
+Protocol, one reply per guess: a ``GUESS: <word>`` line, and an ``EXPLANATION: <text>`` line that is asked for
+but not required (a missing explanation never ends a game).
+
+- A reply without exactly one ``GUESS:`` line, or whose guess is not one word of letters a-z, breaks the
+  format: the episode is aborted (ParseError), as in clembench.
+- A well-formed guess that is not five letters long or not in the word list costs one of the guesses and gets
+  no letter feedback (RuleViolationError, handled in ``_on_game_error``); there is no re-prompt, so an episode
+  ends after at most ``max_guesses`` replies.
+- The game is won when a guess equals the target, lost when the guesses run out.
+
+Scores: ``Main Score`` is ``100 * (max_guesses + 1 - guesses used) / max_guesses`` on success (100 for a first
+guess win, 16.7 for a win on the sixth), 0 when lost and NaN when aborted; per round the guess's ``Valid
+Guess`` (0/1), ``Green Letters`` and ``Yellow Letters``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from string import Template
+
+from clemcore.backends import Model
+from clemcore.clemgame import (
+    DialogueGameMaster,
+    GameBenchmark,
+    GameError,
+    GameScorer,
+    ParseError,
+    Player,
+    RuleViolationError,
+)
+from clemcore.clemgame.metrics import BENCH_SCORE, METRIC_ABORTED, METRIC_SUCCESS
+
+from playprm.games.builtin.protocol import clean_word, parse_tagged
+from playprm.games.builtin.records import gm_notes, log_outcome
+from playprm.games.builtin.wordle import rules
+
+# what the programmatic guesser reads back from the GM's feedback message (see resources/feedback.template)
+_FEEDBACK_LINE = re.compile(r"Feedback on guess \d+ \(([a-z]+)\): ((?:[a-z]=(?:green|yellow|red) ?){5})")
+_COLOUR_MARKS = {name: mark for mark, name in rules.COLOUR_NAMES.items()}
+
+
+class WordleGuesser(Player):
+    """The guesser. Its programmatic move (model ``mock``) plays the first allowed word, in alphabetical
+    order, that agrees with all the feedback it has been given."""
+
+    def __init__(self, model: Model):
+        super().__init__(model, game_role="Guesser")
+        self._candidates = rules.valid_words()
+
+    def _custom_response(self, context: dict) -> str:
+        for guess, described in _FEEDBACK_LINE.findall(context["content"]):
+            marks = "".join(_COLOUR_MARKS[part.split("=")[1]] for part in described.split())
+            # filtering the survivors by the newest feedback only keeps each move cheap
+            self._candidates = rules.consistent_words([(guess, marks)], self._candidates)
+        guess = self._candidates[0] if self._candidates else rules.valid_words()[0]
+        return f"GUESS: {guess}\nEXPLANATION: The first allowed word that fits all feedback so far."
+
+
+class Wordle(DialogueGameMaster):
+    """One round per guess; the game master answers each guess until it is solved or the guesses run out."""
+
+    def _on_setup(self, **game_instance):
+        self.target_word: str = game_instance["target_word"].lower()
+        self.max_guesses: int = int(game_instance["max_guesses"])
+        self.attempts = 0
+        self.guesses: list[dict] = []
+        self.guesser = WordleGuesser(self.player_models[0])
+        prompt = self._template("initial_prompt", max_guesses=self.max_guesses)
+        self.add_player(self.guesser, initial_context=prompt)
+
+    def _template(self, name: str, **values) -> str:
+        return Template(self.load_template(f"resources/{name}")).substitute(**values).strip()
+
+    def _parse_response(self, player: Player, response: str) -> str:
+        guess = clean_word(parse_tagged(response, "GUESS"))
+        if not (guess.isascii() and guess.isalpha()):
+            raise ParseError(
+                f"the GUESS: line must hold one word of letters a-z, not {guess!r}",
+                response,
+                key="not a word",
+            )
+        return guess
+
+    def _advance_game(self, player: Player, guess: str):
+        self.attempts += 1
+        if len(guess) != rules.WORD_LENGTH or not rules.is_valid_word(guess):
+            raise RuleViolationError(
+                f"{guess!r} is not an allowed five-letter word", guess, key="invalid word"
+            )
+        pattern = rules.feedback(guess, self.target_word)
+        self._note_guess(guess, pattern)
+        if pattern == rules.SOLVED:
+            self.state.succeed()
+        elif not self._out_of_guesses():
+            self.set_context_for(
+                self.guesser,
+                self._template(
+                    "feedback",
+                    attempt=self.attempts,
+                    guess=guess,
+                    feedback=rules.describe_feedback(guess, pattern),
+                    guesses_left=self._guesses_left(),
+                ),
+            )
+
+    def _on_game_error(self, error: GameError):
+        self._note_guess(error.response, None)
+        if not self._out_of_guesses():
+            self.set_context_for(
+                self.guesser,
+                self._template(
+                    "invalid_guess",
+                    attempt=self.attempts,
+                    guess=error.response,
+                    guesses_left=self._guesses_left(),
+                ),
+            )
+
+    def _on_parse_error(self, error: ParseError):
+        self.log_to_self("invalid format", error.reason)
+        self.state.abort()
+
+    def _out_of_guesses(self) -> bool:
+        if self.attempts >= self.max_guesses:
+            self.state.failed()
+            return True
+        return False
+
+    def _guesses_left(self) -> str:
+        left = self.max_guesses - self.attempts
+        return f"You have {left} guess{'es' if left != 1 else ''} left."
+
+    def _note_guess(self, guess: str, pattern: str | None):
+        note = {"attempt": self.attempts, "guess": guess, "feedback": pattern, "valid": pattern is not None}
+        self.guesses.append(note)
+        self.log_to_self("guess", note)
+
+    def _on_after_game(self):
+        self.log_key("target_word", self.target_word)
+        self.log_key("guesses", self.guesses)
+        log_outcome(self)
+
+
+class WordleScorer(GameScorer):
+    """Per round: the guess's validity and letter counts; per episode: the speed-weighted Main Score."""
+
+    def compute_round_score(self, round_idx, round_events: list[dict]) -> None:
+        for note in gm_notes(round_events, "guess"):
+            pattern = note["feedback"] or ""
+            self.log_round_score(round_idx, "Valid Guess", int(note["valid"]))
+            self.log_round_score(round_idx, "Green Letters", pattern.count(rules.GREEN))
+            self.log_round_score(round_idx, "Yellow Letters", pattern.count(rules.YELLOW))
+
+    def compute_episode_scores(self, interactions: dict) -> None:
+        guesses = interactions.get("guesses", [])
+        if interactions[METRIC_ABORTED]:
+            for name in (BENCH_SCORE, "Guesses Used", "Invalid Guesses"):
+                self.log_episode_score(name, math.nan)
+            return
+        max_guesses = int(self.game_instance["max_guesses"])
+        main_score = (
+            100 * (max_guesses + 1 - len(guesses)) / max_guesses if interactions[METRIC_SUCCESS] else 0
+        )
+        self.log_episode_score(BENCH_SCORE, main_score)
+        self.log_episode_score("Guesses Used", len(guesses))
+        self.log_episode_score("Invalid Guesses", sum(1 for g in guesses if not g["valid"]))
+
+
+class WordleBenchmark(GameBenchmark):
+    """Entry point clemcore loads from this file."""
+
+    def create_game_master(self, experiment: dict, player_models: list[Model]) -> Wordle:
+        return Wordle(self.game_spec, experiment, player_models)
+
+    def create_game_scorer(self, experiment: dict, game_instance: dict) -> WordleScorer:
+        return WordleScorer(self.game_name, experiment, game_instance)

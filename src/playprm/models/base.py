@@ -1,0 +1,50 @@
+"""The one thing every decoding mode asks of a policy: N candidate replies for each of a batch of chat contexts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+@dataclass
+class Candidate:
+    """One sampled reply."""
+
+    text: str
+    num_tokens: int  # generated tokens, end-of-turn token included when it was produced
+    logprob: float  # sum of the tokens' log-probabilities under the model (temperature 1)
+
+
+@dataclass
+class PolicySpec:
+    """A resolved policy: where the weights come from and how to run them (see ``models.registry``)."""
+
+    name: str  # used in results folder names
+    backend: str  # "hf" | "vllm" | "openai"
+    model_id: str  # local directory or hub id (or served model name for openai)
+    peft_model: str | None = None
+    load_in_4bit: bool = False
+    chat_template_kwargs: dict = field(default_factory=dict)
+    trust_remote_code: bool = False
+    base_url: str | None = None  # openai-compatible servers
+    api_key_env: str | None = None  # name of the environment variable that holds the key (never the key)
+    tensor_parallel_size: int = 1
+    lookup_source: str = "path"  # registry file the entry came from, or "path"
+    registry_entry: dict | None = None
+
+    def describe(self) -> dict:
+        """JSON-safe description for run metadata (no secrets)."""
+        return {
+            "name": self.name, "backend": self.backend, "model_id": self.model_id, "peft_model": self.peft_model,
+            "load_in_4bit": self.load_in_4bit, "chat_template_kwargs": self.chat_template_kwargs,
+            "lookup_source": self.lookup_source,
+        }
+
+
+class Policy(Protocol):
+    """A loaded policy. ``generate`` returns, per context, ``n`` candidates; greedy is ``n=1, temperature=0``."""
+
+    spec: PolicySpec
+
+    def generate(self, contexts: list[list[dict]], *, n: int = 1, temperature: float = 0.0,
+                 max_tokens: int = 256, seed: int | None = None) -> list[list[Candidate]]: ...

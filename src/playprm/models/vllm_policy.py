@@ -1,0 +1,58 @@
+"""vLLM backend: the offline ``LLM`` engine with prefix caching, ``SamplingParams(n=...)`` and LoRA adapters.
+
+Prefix caching plays the role of the transformers backend's shared prefill: the n samples of a context, and
+contexts that share a game's instructions, reuse the cached KV blocks.
+"""
+
+from __future__ import annotations
+
+from playprm import chat
+from playprm.errors import UsageError
+from playprm.models.base import Candidate, PolicySpec
+
+
+def require_vllm():
+    try:
+        import vllm
+    except ImportError:
+        raise UsageError("the vllm backend needs vLLM: pip install 'playprm[gpu]' on a CUDA machine, "
+                         "or use the transformers backend") from None
+    return vllm
+
+
+class VLLMPolicy:
+    def __init__(self, spec: PolicySpec, *, gpu_memory_utilization: float = 0.85, max_model_len: int | None = None):
+        vllm = require_vllm()
+        self.spec = spec
+        kwargs = dict(model=spec.model_id, enable_prefix_caching=True, tensor_parallel_size=spec.tensor_parallel_size,
+                      gpu_memory_utilization=gpu_memory_utilization, trust_remote_code=spec.trust_remote_code)
+        if max_model_len:
+            kwargs["max_model_len"] = max_model_len
+        if spec.load_in_4bit:
+            kwargs["quantization"] = "bitsandbytes"
+        if spec.peft_model:
+            kwargs.update(enable_lora=True, max_lora_rank=64)
+        self.llm = vllm.LLM(**kwargs)
+        self.tokenizer = self.llm.get_tokenizer()
+        self.lora = None
+        if spec.peft_model:
+            from vllm.lora.request import LoRARequest
+
+            self.lora = LoRARequest("policy", 1, spec.peft_model)
+
+    def generate(self, contexts: list[list[dict]], *, n: int = 1, temperature: float = 0.0,
+                 max_tokens: int = 256, seed: int | None = None) -> list[list[Candidate]]:
+        from vllm import SamplingParams
+
+        prompts = [{"prompt_token_ids": chat.prompt_ids(self.tokenizer, c, self.spec.chat_template_kwargs)}
+                   for c in contexts]
+        params = SamplingParams(n=n, temperature=temperature, max_tokens=max_tokens, seed=seed, logprobs=0)
+        outputs = self.llm.generate(prompts, params, lora_request=self.lora, use_tqdm=False)
+        results = []
+        for output in outputs:
+            results.append([
+                Candidate(text=o.text, num_tokens=len(o.token_ids),
+                          logprob=float(o.cumulative_logprob or 0.0))
+                for o in output.outputs
+            ])
+        return results

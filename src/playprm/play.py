@@ -1,0 +1,100 @@
+"""Wire a validated EvalConfig to the runner: games, instances, policy, PRM, strategy. Used by eval and the
+pipeline; ``collect`` uses the same pieces with branching."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from playprm.config import EvalConfig
+from playprm.errors import UsageError
+from playprm.search import beam_search, best_of_n, dvts, greedy
+from playprm.search.base import SearchSettings
+
+SEARCHES = {"beam-search": beam_search.search, "dvts": dvts.search}
+
+
+def prepare_games(games: list[str], game_all: bool, games_dir: Path | None, limit: int | None):
+    """Resolve games and read their instances (all validation, no model)."""
+    from playprm.games.registry import load_instances, resolve_games
+
+    entries = resolve_games(games or None, all_games=game_all, games_dir=games_dir)
+    instances = {entry.name: load_instances(entry, limit=limit) for entry in entries}
+    empty = [name for name, rows in instances.items() if not rows]
+    if empty:
+        raise UsageError(f"no instances to play for {', '.join(empty)}; check their in/instances.json")
+    return entries, instances
+
+
+def guide_filter(guide_roles: list[str] | None):
+    roles = None if not guide_roles else {r.lower() for r in guide_roles}
+    return lambda turn: roles is None or turn.game_role.lower() in roles
+
+
+def turn_player(mode: str, policy, scorer, settings: SearchSettings, is_guided, temperature: float):
+    """``choose_turns(episodes)``: one batched call for the pending turns of all episodes in flight."""
+
+    def choose_turns(episodes):
+        pending = [e for e in episodes if not e.done]
+        guided = [e for e in pending if mode != "greedy" and is_guided(e.pending)]
+        plain = [e for e in pending if not (mode != "greedy" and is_guided(e.pending))]
+        if guided:
+            choices = best_of_n.choose([e.pending.context for e in guided], policy, scorer, settings)
+            for e, c in zip(guided, choices):
+                e.turn_scores.append(c.scores[c.chosen])
+                e.play(c.text, log=c.log(mode), generated_tokens=c.generated_tokens, prm_tokens=c.prm_tokens)
+        if plain:
+            choices = greedy.choose([e.pending.context for e in plain], policy, scorer, settings,
+                                    temperature=temperature)
+            for e, c in zip(plain, choices):
+                e.play(c.text, log=c.log("greedy" if temperature == 0 else "sample"),
+                       generated_tokens=c.generated_tokens)
+
+    return choose_turns
+
+
+def run_eval(cfg: EvalConfig, *, policy=None, scorer=None, progress: bool = True):
+    """Validate everything, then load models and play; returns (run_dir, RunSummary)."""
+    from playprm import runner
+    from playprm.models import load_policy
+    from playprm.models.registry import resolve_policy
+
+    cfg.validate()
+    entries, instances = prepare_games(cfg.games, cfg.game_all, cfg.games_dir, cfg.limit)
+    spec = policy.spec if policy is not None else resolve_policy(cfg.policy_model)
+    name = f"{spec.name}-{cfg.mode_tag()}"
+    run_dir = cfg.results_dir / runner.pair_folder(name)
+    benchmarks, broken = runner.load_benchmarks(entries)
+    tasks = runner.plan(entries, instances, benchmarks, run_dir, shard=cfg.shard)
+    if policy is None:
+        policy = load_policy(spec)
+    if scorer is None and cfg.mode != "greedy":
+        from playprm.prm.scorer import PRMScorer
+
+        scorer = PRMScorer.from_path(cfg.prm_path, load_in_4bit=spec.load_in_4bit)
+    settings = SearchSettings(n_candidates=cfg.n_candidates, temperature=cfg.temperature, max_tokens=cfg.max_tokens,
+                              beam_width=cfg.beam_width, num_beam_iterations=cfg.num_beam_iterations,
+                              aggregate=cfg.aggregate, seed=cfg.seed)
+    gen_args = {"temperature": cfg.temperature, "max_tokens": cfg.max_tokens}
+    runner.write_run_metadata(run_dir, policy_name=name, gen_args=gen_args, games=[e.name for e in entries], extra={
+        "mode": cfg.mode, "env_lookahead": cfg.env_lookahead, "n_candidates": cfg.n_candidates if cfg.mode != "greedy"
+        else 1, "beam_width": cfg.beam_width, "aggregate": cfg.aggregate, "temperature": cfg.temperature,
+        "max_tokens": cfg.max_tokens, "num_beam_iterations": cfg.num_beam_iterations, "seed": cfg.seed,
+        "guide_roles": cfg.guide_roles, "shard": list(cfg.shard) if cfg.shard else None,
+        "policy": spec.describe(), "prm_path": str(Path(cfg.prm_path).resolve()) if cfg.prm_path else None,
+        "broken_games": {g: str(e) for g, e in broken.items()},
+    })
+    runner.write_experiment_files([t for t in tasks if t.benchmark is not None], name, gen_args)
+    is_guided = guide_filter(cfg.guide_roles)
+    search = SEARCHES.get(cfg.mode)
+    try:
+        summary = runner.play(
+            tasks, policy_name=name, run_dir=run_dir, gen_args=gen_args, batch_size=cfg.batch_size,
+            retry_errors=cfg.retry_errors, broken=broken, progress=progress,
+            choose_turns=turn_player(cfg.mode, policy, scorer, settings, is_guided, cfg.temperature),
+            search_episodes=None if search is None else
+            (lambda roots: search(roots, policy, scorer, settings, is_guided=is_guided, mode=cfg.mode)),
+        )
+    finally:
+        for benchmark in benchmarks.values():
+            benchmark.close()
+    return run_dir, summary

@@ -1,0 +1,189 @@
+"""clemscore and statscore tables, computed exactly as clemcore's ``clem eval`` computes clemscore.
+
+The clemcore columns come from clemcore itself: the episode scores read by ``playprm.report.episodes`` go
+through ``clemcore.clemeval.save_clem_table``, so ``-, clemscore``, every ``<game>, % Played`` /
+``<game>, Quality Score`` and the ``all, Average ...`` columns are clemcore's numbers, names and order
+(clemcore sorts the game columns by name, ``all`` among them). Only after those come playprm's extras:
+
+- ``-, statscore``: the same aggregate over the static games only (games whose clemgame.json lists
+  ``"static"`` under ``"benchmark"``): per-game values rounded to 2, averaged, rounded, multiplied.
+- bootstrap 95% intervals (``... CI low`` / ``... CI high``) for clemscore, statscore and every game's
+  % Played and Quality Score; see ``playprm.report.bootstrap`` for the method.
+- ``episodes`` (scored episodes) and ``errored`` (an ``error.json`` and no scores.json: counted apart,
+  never scored) per game and in total.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+from clemcore.clemgame import metrics as clemmetrics
+
+from playprm.errors import UsageError
+from playprm.report.bootstrap import bootstrap_intervals
+from playprm.report.episodes import EpisodeScores, load_episode_scores, per_episode
+
+CLEMSCORE = "-, clemscore"
+STATSCORE = "-, statscore"
+AVERAGE_PLAYED = "all, Average % Played"
+AVERAGE_QUALITY = "all, Average Quality Score"
+PLAYED = "% Played"
+QUALITY = "Quality Score"
+CI_LOW = " CI low"
+CI_HIGH = " CI high"
+EPISODES = "episodes"
+ERRORED = "errored"
+
+
+def registry_static_games(games_dir: Path | None = None) -> tuple[set[str] | None, str]:
+    """Names of the games whose clemgame.json lists ``"static"`` under ``"benchmark"``, from playprm's registry.
+
+    ``games_dir``: an extra games folder (a clembench checkout) searched too. Returns ``(names, "")``, or
+    ``(None, reason)`` where the registry is missing or its game_registry.json cannot be read. A bad
+    ``games_dir`` raises UsageError.
+    """
+    try:
+        from playprm.games.registry import discover_games
+    except ImportError:
+        return None, "playprm's game registry is not available; pass --static-games a,b"
+    try:
+        games = discover_games(games_dir)
+    except UsageError as error:
+        if games_dir is not None:
+            raise
+        return None, f"the game registry could not be read ({error}); pass --static-games a,b"
+    return {name for name, entry in games.items() if "static" in entry.benchmarks}, ""
+
+
+def resolve_static_games(static_games: set[str] | None) -> tuple[set[str] | None, str]:
+    """``static_games`` as given, or the registry's static games where None (with the reason for none)."""
+    if static_games is not None:
+        return static_games, ""
+    return registry_static_games()
+
+
+def clemcore_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """clemcore's results table for clemeval's raw episode-scores frame (``Played`` rows included).
+
+    Runs ``clemeval.save_clem_table`` in a scratch folder (it always writes results.csv/.html and prints),
+    so the numbers are clemcore's own.
+    """
+    metrics_present = set(frame["metric"])
+    for needed in (clemmetrics.METRIC_ABORTED, clemmetrics.BENCH_SCORE):
+        if needed not in metrics_present:
+            raise UsageError(
+                f"no scores.json holds a '{needed}' episode score, so clemcore cannot compute clemscore; "
+                "rescore the episodes with the game's scorer (`clem score -r DIR`)"
+            )
+    from clemcore import clemeval
+
+    with tempfile.TemporaryDirectory() as scratch, contextlib.redirect_stdout(io.StringIO()):
+        return clemeval.save_clem_table(frame, scratch)
+
+
+def _static_average(table: pd.DataFrame, games: list[str]) -> pd.Series:
+    # clemcore's recipe on a subset: per-game values (already rounded), mean, round, product, round
+    if not games:
+        return pd.Series(float("nan"), index=table.index)
+    played = table[[f"{game}, {PLAYED}" for game in games]].mean(axis=1).round(2)
+    quality = table[[f"{game}, {QUALITY}" for game in games]].mean(axis=1).round(2)
+    return (played / 100 * quality).round(2)
+
+
+def table_from_episodes(
+    episodes: EpisodeScores,
+    static_games: set[str] | None,
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """The full table (clemcore columns, then playprm's) for already loaded episodes.
+
+    ``static_games`` None or empty leaves statscore blank. Rows: one per model name, sorted like clemcore.
+    """
+    table = clemcore_table(episodes.frame)
+    games = game_names(table)
+    static = [game for game in games if static_games and game in static_games]
+    rows = per_episode(episodes.frame)
+    intervals = bootstrap_intervals(rows, set(static), n_resamples, seed)
+    counts = rows.groupby(["model", "game"]).size()
+    totals = rows.groupby("model").size()
+    errored_games = sorted({game for _, game in episodes.errored})
+    extras: dict[str, list] = {STATSCORE: list(_static_average(table, static))}
+    for name in ("clemscore", "statscore"):
+        extras[f"-, {name}{CI_LOW}"] = [getattr(intervals[m], name).low for m in table.index]
+        extras[f"-, {name}{CI_HIGH}"] = [getattr(intervals[m], name).high for m in table.index]
+    extras[f"-, {EPISODES}"] = [int(totals.get(m, 0)) for m in table.index]
+    extras[f"-, {ERRORED}"] = [
+        sum(n for (model, _), n in episodes.errored.items() if model == m) for m in table.index
+    ]
+    for game in sorted(set(games) | set(errored_games)):
+        for metric, attribute in ((PLAYED, "played"), (QUALITY, "quality")):
+            for suffix, bound in ((CI_LOW, "low"), (CI_HIGH, "high")):
+                extras[f"{game}, {metric}{suffix}"] = [
+                    _bound(getattr(intervals[m], attribute), game, bound) for m in table.index
+                ]
+        extras[f"{game}, {EPISODES}"] = [int(counts.get((m, game), 0)) for m in table.index]
+        extras[f"{game}, {ERRORED}"] = [episodes.errored.get((m, game), 0) for m in table.index]
+    extra_frame = pd.DataFrame(extras, index=table.index)
+    bounds = [column for column in extra_frame.columns if column.endswith((CI_LOW, CI_HIGH))]
+    extra_frame[bounds] = extra_frame[bounds].round(2)  # clemcore's precision
+    result = pd.concat([table, extra_frame], axis=1)
+    result.attrs["static_games"] = sorted(static)
+    result.attrs["summary"] = episodes.summary_lines() + _unscored_errored_lines(episodes, table.index)
+    return result
+
+
+def _bound(per_game: dict, game: str, bound: str) -> float:
+    interval = per_game.get(game)
+    return float("nan") if interval is None else getattr(interval, bound)
+
+
+def _unscored_errored_lines(episodes: EpisodeScores, models: pd.Index) -> list[str]:
+    unscored = sorted({model for model, _ in episodes.errored} - set(models))
+    if not unscored:
+        return []
+    return [f"model(s) with errored episodes only, so no row: {', '.join(unscored)}"]
+
+
+def compute_table(
+    results_dirs: list[Path],
+    static_games: set[str] | None = None,
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """clemscore table of one or more results dirs (shards are read as one run set).
+
+    Inputs: the dirs; ``static_games`` (None: ask playprm's game registry; an empty set: no statscore);
+    bootstrap ``n_resamples`` and ``seed``. Output: a DataFrame indexed by model-pair folder name whose
+    first columns equal clemcore's ``clem eval`` results.csv (names, order, values), followed by
+    statscore, CIs and episode counts. ``table.attrs["summary"]`` lists skipped files and errored episodes;
+    ``table.attrs["static_games"]`` the static games used. Raises UsageError for unusable input.
+    """
+    if n_resamples < 1:
+        raise UsageError(f"--resamples must be at least 1, got {n_resamples}")
+    episodes = load_episode_scores(list(results_dirs))
+    static_games, reason = resolve_static_games(static_games)
+    table = table_from_episodes(episodes, static_games, n_resamples, seed)
+    if reason:
+        table.attrs["summary"].append(f"statscore left blank: {reason}")
+    return table
+
+
+def clemcore_columns(table: pd.DataFrame) -> list[str]:
+    """The leading columns of ``table`` that clemcore's own results.csv has (everything before statscore)."""
+    columns = list(table.columns)
+    return columns[: columns.index(STATSCORE)] if STATSCORE in columns else columns
+
+
+def game_names(table: pd.DataFrame) -> list[str]:
+    """The games of a table (or comparison), sorted: every ``<game>, Quality Score`` / ``<game>, errored``."""
+    names = {
+        column.rsplit(", ", 1)[0]
+        for column in table.columns
+        if column.endswith((f", {QUALITY}", f", {ERRORED}"))
+    }
+    return sorted(names - {"all", "-"})

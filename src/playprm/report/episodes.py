@@ -1,0 +1,214 @@
+"""Read episode scores from one or more clemcore results dirs, the way clemcore's ``clemeval`` reads them.
+
+Layout: ``<results>/<model-pair>/<game>/<experiment>/<episode>/scores.json`` where ``<episode>`` is
+``instance_00000`` (clemcore 3.7.2), ``episode_3`` (older clembench records) or ``episode_00001``. Like
+``clemeval.load_scores`` every file matching ``*scores.json`` counts, and the four folder names above the
+file name the episode. Unlike clemeval, a broken file is counted and reported instead of stopping the
+report, files under dot-folders (the runner's unfinished staging folders) are skipped, several dirs (SLURM
+shards) are read as one, and episodes that stopped with an ``error.json`` but no scores are counted apart.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+from clemcore.clemgame import metrics as clemmetrics
+
+from playprm.errors import UsageError
+
+# (model, game, experiment, episode): the key clemeval gives every scores.json
+EpisodeKey = tuple[str, str, str, str]
+
+# the columns of clemeval's raw episode-scores frame, in its order
+EPISODE_COLUMNS = ["game", "model", "experiment", "episode", "metric", "value"]
+
+
+@dataclass
+class EpisodeScores:
+    """Everything read from the results dirs.
+
+    ``frame``: clemeval's long frame (``EPISODE_COLUMNS``), ``Played = 1 - Aborted`` rows included.
+    ``episode_dirs``: the folder of each scored episode (where ``cost.json`` sits).
+    ``model_dirs``: every ``<model-pair>`` folder seen per model name (one per shard).
+    ``errored``: episodes with an ``error.json`` and no scores, per (model, game).
+    ``unreadable``: (file, reason) for each scores.json that could not be used.
+    ``duplicates``: identical copies of an already read episode that were skipped.
+    ``hidden``: scores.json files under dot-folders (the runner's staging folders) that were skipped.
+    """
+
+    frame: pd.DataFrame
+    episode_dirs: dict[EpisodeKey, Path] = field(default_factory=dict)
+    model_dirs: dict[str, list[Path]] = field(default_factory=dict)
+    errored: dict[tuple[str, str], int] = field(default_factory=dict)
+    unreadable: list[tuple[Path, str]] = field(default_factory=list)
+    duplicates: int = 0
+    hidden: int = 0
+
+    def summary_lines(self) -> list[str]:
+        """One line per thing a reader of the numbers should know (skipped files, errored episodes)."""
+        lines = []
+        if self.unreadable:
+            first, reason = self.unreadable[0]
+            lines.append(
+                f"{len(self.unreadable)} scores.json file(s) could not be read and were left out "
+                f"(first: {first}: {reason})"
+            )
+        if self.hidden:
+            lines.append(f"{self.hidden} scores.json file(s) in hidden (staging) folders skipped")
+        if self.duplicates:
+            lines.append(f"{self.duplicates} identical duplicate episode(s) skipped")
+        if self.errored:
+            total = sum(self.errored.values())
+            lines.append(f"{total} errored episode(s) (error.json, no scores.json) counted apart, not scored")
+        return lines
+
+
+def validate_results_dirs(results_dirs: list[Path]) -> list[Path]:
+    """Return the dirs as Paths, or raise UsageError for the first one that is missing or not a folder."""
+    if not results_dirs:
+        raise UsageError("no results dir given; pass --results-dir DIR (a clemcore results folder)")
+    checked = []
+    for results_dir in results_dirs:
+        path = Path(results_dir)
+        if not path.exists():
+            raise UsageError(f"results dir {path} does not exist; pass the folder that `clem run` wrote")
+        if not path.is_dir():
+            raise UsageError(f"results dir {path} is not a folder; pass the folder that `clem run` wrote")
+        checked.append(path)
+    return checked
+
+
+def _episode_key(scores_file: Path) -> EpisodeKey | None:
+    # clemeval names an episode by the four folders above the file, read from the path it globbed
+    parts = scores_file.parts
+    if len(parts) < 5:
+        return None
+    model, game, experiment, episode = parts[-5:-1]
+    return model, game, experiment, episode
+
+
+def _read_episode_scores(scores_file: Path) -> tuple[dict | None, str]:
+    try:
+        # Python's json accepts the bare NaN that clemcore writes for aborted episodes' Main Score
+        data = json.loads(scores_file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        return None, f"{type(error).__name__}: {error}"
+    if not isinstance(data, dict) or not isinstance(data.get("episode scores"), dict):
+        return None, "no 'episode scores' object"
+    return data, ""
+
+
+def _canonical(data: dict) -> str:
+    # NaN != NaN, so compare scores by their JSON text (json.dumps writes NaN as NaN)
+    return json.dumps(data, sort_keys=True)
+
+
+def load_episode_scores(results_dirs: list[Path]) -> EpisodeScores:
+    """Read every ``*scores.json`` (and ``error.json``) under ``results_dirs`` into an EpisodeScores.
+
+    Raises UsageError for a missing dir, for no readable scores.json at all, for one episode whose copies
+    in two dirs disagree, and for scores that carry clemcore's computed ``Played`` metric themselves.
+    """
+    roots = validate_results_dirs(results_dirs)
+    rows: list[list] = []
+    seen: dict[EpisodeKey, tuple[Path, str]] = {}
+    result = EpisodeScores(frame=pd.DataFrame(columns=EPISODE_COLUMNS))
+    found_any = False
+    for root in roots:
+        for scores_file in sorted(root.rglob("*scores.json")):
+            if not scores_file.is_file():
+                continue
+            if any(part.startswith(".") for part in scores_file.relative_to(root).parts):
+                result.hidden += 1  # an unfinished episode's staging folder, not an episode yet
+                continue
+            found_any = True
+            key = _episode_key(scores_file)
+            if key is None:
+                result.unreadable.append((scores_file, "not inside <model>/<game>/<experiment>/<episode>/"))
+                continue
+            data, reason = _read_episode_scores(scores_file)
+            if data is None:
+                result.unreadable.append((scores_file, reason))
+                continue
+            canonical = _canonical(data["episode scores"])
+            if key in seen:
+                first_file, first_canonical = seen[key]
+                if canonical != first_canonical:
+                    raise UsageError(
+                        f"episode {'/'.join(key)} has different scores in {first_file} and {scores_file}; "
+                        "keep one copy (shards must not overlap) and rerun"
+                    )
+                result.duplicates += 1
+                continue
+            seen[key] = (scores_file, canonical)
+            result.episode_dirs[key] = scores_file.parent
+            model_dir = scores_file.parents[3]
+            result.model_dirs.setdefault(key[0], [])
+            if model_dir not in result.model_dirs[key[0]]:
+                result.model_dirs[key[0]].append(model_dir)
+            model, game, experiment, episode = key
+            for metric, value in data["episode scores"].items():
+                rows.append([game, model, experiment, episode, metric, value])
+        _count_errored(root, result)
+    if not found_any and not result.errored:
+        raise UsageError(
+            f"no scores.json under {', '.join(str(r) for r in roots)}; score the episodes first "
+            "(`clem score -r DIR`) or pass the folder that holds <model>/<game>/<experiment>/<episode>/"
+        )
+    if not seen:
+        detail = f"; first: {result.unreadable[0][0]}: {result.unreadable[0][1]}" if result.unreadable else ""
+        raise UsageError(
+            f"no readable scores.json under {', '.join(str(r) for r in roots)} "
+            f"({len(result.unreadable)} unreadable{detail}); fix or rescore those episodes"
+        )
+    result.frame = _with_played(pd.DataFrame(rows, columns=EPISODE_COLUMNS))
+    return result
+
+
+def _count_errored(root: Path, result: EpisodeScores) -> None:
+    for error_file in sorted(root.rglob("error.json")):
+        episode_dir = error_file.parent
+        if any(part.startswith(".") for part in error_file.relative_to(root).parts):
+            continue
+        if any(episode_dir.glob("*scores.json")):
+            continue  # scored despite an error record: clemcore scores it, so do we
+        key = _episode_key(error_file)
+        if key is None:
+            continue
+        model, game = key[0], key[1]
+        result.errored[(model, game)] = result.errored.get((model, game), 0) + 1
+        model_dir = error_file.parents[3]
+        result.model_dirs.setdefault(model, [])
+        if model_dir not in result.model_dirs[model]:
+            result.model_dirs[model].append(model_dir)
+
+
+def _with_played(frame: pd.DataFrame) -> pd.DataFrame:
+    # clemeval computes Played itself and refuses scores that already carry it
+    if (frame["metric"] == clemmetrics.METRIC_PLAYED).any():
+        raise UsageError(
+            f"some scores.json already hold a '{clemmetrics.METRIC_PLAYED}' episode score; clemcore computes "
+            f"it as 1 - {clemmetrics.METRIC_ABORTED}, so remove it from the game's scorer and rescore"
+        )
+    played = frame[frame["metric"] == clemmetrics.METRIC_ABORTED].copy()
+    played["metric"] = clemmetrics.METRIC_PLAYED
+    played["value"] = 1 - pd.to_numeric(played["value"], errors="coerce")
+    return pd.concat([frame, played], ignore_index=True)
+
+
+def per_episode(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per episode: model, game, experiment, episode, ``played`` (0/1) and ``quality`` (Main Score).
+
+    Missing or non-numeric values are NaN, so NaN-skipping means match clemeval's pandas means.
+    """
+    wanted = frame[frame["metric"].isin([clemmetrics.METRIC_PLAYED, clemmetrics.BENCH_SCORE])].copy()
+    wanted["value"] = pd.to_numeric(wanted["value"], errors="coerce").astype(float)
+    keys = ["model", "game", "experiment", "episode"]
+    table = wanted.groupby([*keys, "metric"])["value"].first().unstack("metric")
+    table = table.reindex(columns=[clemmetrics.METRIC_PLAYED, clemmetrics.BENCH_SCORE])
+    table.columns = ["played", "quality"]
+    return table.reset_index()
+

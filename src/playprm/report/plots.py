@@ -1,0 +1,84 @@
+"""Figures: clemscore per model with CI bars, and clemscore against generation cost per run."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from playprm.report.atomic import save_atomic
+from playprm.report.clemscore import CI_HIGH, CI_LOW, CLEMSCORE
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only; never needs a display
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _error_bars(points: pd.Series, lows: pd.Series, highs: pd.Series) -> list[list[float]]:
+    # a NaN bound draws no bar; matplotlib wants non-negative distances below and above the point
+    below = [max(0.0, p - lo) if not math.isnan(lo) else 0.0 for p, lo in zip(points, lows, strict=True)]
+    above = [max(0.0, hi - p) if not math.isnan(hi) else 0.0 for p, hi in zip(points, highs, strict=True)]
+    return [below, above]
+
+
+def plot_clemscore(table: pd.DataFrame, path: Path) -> Path:
+    """Bar chart of clemscore per model (rows of ``compute_table``) with 95% CI bars, saved as PNG."""
+    plt = _pyplot()
+    scored = table[table[CLEMSCORE].notna()]
+    # horizontal bars: model-pair names are long and stay readable on the y axis
+    figure, axes = plt.subplots(figsize=(9.0, max(2.5, 0.5 * len(scored) + 1.5)))
+    points = scored[CLEMSCORE].astype(float)
+    axes.barh(
+        range(len(scored)), points,
+        xerr=_error_bars(points, scored[CLEMSCORE + CI_LOW].astype(float), scored[CLEMSCORE + CI_HIGH].astype(float)),
+        capsize=4, color="#4C72B0",
+    )
+    axes.set_yticks(range(len(scored)), list(scored.index), fontsize=8)
+    axes.invert_yaxis()  # first model on top, as in the table
+    axes.set_xlabel("clemscore")
+    axes.set_xlim(0, 100)
+    axes.set_title("clemscore with 95% bootstrap CI")
+    figure.tight_layout()
+    save_atomic(path, lambda temporary: figure.savefig(temporary, format="png", dpi=120))
+    plt.close(figure)
+    return path
+
+
+def plot_compute(comparison: pd.DataFrame, path: Path, cost_column: str = "generated tokens / episode") -> Path:
+    """clemscore against mean generated tokens per episode, one point per run of ``compare_runs``.
+
+    Honest runs are circles, env-lookahead runs red crosses; runs without cost.json are left out.
+    """
+    plt = _pyplot()
+    figure, axes = plt.subplots(figsize=(6.5, 4.5))
+    placed = comparison[comparison[cost_column].notna() & comparison[CLEMSCORE].notna()]
+    styles = {False: ("o", "#4C72B0", "honest decoding"), True: ("x", "#C44E52", "env lookahead (not honest)")}
+    for lookahead, (marker, color, label) in styles.items():
+        runs = placed[placed["env_lookahead"] == lookahead]
+        if not len(runs):
+            continue
+        points = runs[CLEMSCORE].astype(float)
+        axes.errorbar(
+            runs[cost_column].astype(float), points,
+            yerr=_error_bars(points, runs[CLEMSCORE + CI_LOW].astype(float), runs[CLEMSCORE + CI_HIGH].astype(float)),
+            fmt=marker, color=color, capsize=4, label=label, markersize=8,
+        )
+        for name, x, y in zip(runs.index, runs[cost_column], points, strict=True):
+            axes.annotate(str(name), (x, y), textcoords="offset points", xytext=(5, 5), fontsize=7)
+    if not len(placed):
+        axes.text(0.5, 0.5, "no run has cost.json files", ha="center", va="center", transform=axes.transAxes)
+    else:
+        axes.legend(fontsize=8)
+    axes.set_xlabel(f"mean {cost_column}")
+    axes.set_ylabel("clemscore")
+    axes.set_title("clemscore against compute (95% bootstrap CI)")
+    figure.tight_layout()
+    save_atomic(path, lambda temporary: figure.savefig(temporary, format="png", dpi=120))
+    plt.close(figure)
+    return path

@@ -1,0 +1,133 @@
+"""Readable renderings of the clemscore table: aligned plain text for the terminal, Markdown for files."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from playprm.report.clemscore import (
+    AVERAGE_PLAYED,
+    AVERAGE_QUALITY,
+    CI_HIGH,
+    CI_LOW,
+    CLEMSCORE,
+    EPISODES,
+    ERRORED,
+    PLAYED,
+    QUALITY,
+    STATSCORE,
+    game_names,
+)
+
+METHOD_NOTE = (
+    "95% CI: stratified percentile bootstrap — episodes resampled with replacement within each game "
+    "(seeded), per-game means and the clemscore / statscore macro-averages recomputed per resample."
+)
+
+
+def number(value, digits: int = 2) -> str:
+    """``value`` with ``digits`` decimals; blank for NaN/None."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return str(value)
+    return f"{float(value):.{digits}f}"
+
+
+def with_interval(point, low, high) -> str:
+    """``"33.66 [26.62, 41.00]"``; the point alone where the interval is blank, blank for no point."""
+    text = number(point)
+    if text and number(low) and number(high):
+        text += f" [{number(low)}, {number(high)}]"
+    return text
+
+
+def text_table(headers: list[str], rows: list[list[str]]) -> str:
+    """An aligned plain-text table: first column left-aligned, the others right-aligned."""
+    widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *rows, strict=True)]
+
+    def line(cells) -> str:
+        parts = [str(cells[0]).ljust(widths[0])] + [str(c).rjust(w) for c, w in zip(cells[1:], widths[1:], strict=True)]
+        return "  ".join(parts).rstrip()
+
+    rule = "  ".join("-" * width for width in widths)
+    return "\n".join([line(headers), rule, *(line(row) for row in rows)])
+
+
+def markdown_table(headers: list[str], rows: list[list[str]]) -> str:
+    """A GitHub-flavoured Markdown table, numbers right-aligned."""
+    def line(cells) -> str:
+        return "| " + " | ".join(str(cell).replace("|", "\\|") for cell in cells) + " |"
+
+    align = ["---"] + ["---:"] * (len(headers) - 1)
+    return "\n".join([line(headers), line(align), *(line(row) for row in rows)])
+
+
+def _cell(table: pd.DataFrame, model: str, column: str):
+    return table.at[model, column] if column in table.columns else float("nan")
+
+
+def overview_rows(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    """Headers and rows of the per-model overview: clemscore and statscore with CIs, averages, counts."""
+    headers = ["model", "clemscore [95% CI]", "statscore [95% CI]", "% played", "quality", "episodes", "errored"]
+    rows = []
+    for model in table.index:
+        rows.append([
+            model,
+            with_interval(_cell(table, model, CLEMSCORE), _cell(table, model, CLEMSCORE + CI_LOW),
+                          _cell(table, model, CLEMSCORE + CI_HIGH)),
+            with_interval(_cell(table, model, STATSCORE), _cell(table, model, STATSCORE + CI_LOW),
+                          _cell(table, model, STATSCORE + CI_HIGH)),
+            number(_cell(table, model, AVERAGE_PLAYED)),
+            number(_cell(table, model, AVERAGE_QUALITY)),
+            str(int(_cell(table, model, f"-, {EPISODES}"))),
+            str(int(_cell(table, model, f"-, {ERRORED}"))),
+        ])
+    return headers, rows
+
+
+def game_rows(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    """Headers and rows of the per-(model, game) breakdown with CIs."""
+    headers = ["model", "game", "% played [95% CI]", "quality [95% CI]", "episodes", "errored"]
+    rows = []
+    for model in table.index:
+        for game in game_names(table):
+            episodes = int(_cell(table, model, f"{game}, {EPISODES}"))
+            errored = int(_cell(table, model, f"{game}, {ERRORED}"))
+            if not episodes and not errored:
+                continue
+            cells = [model, game]
+            for metric in (PLAYED, QUALITY):
+                base = f"{game}, {metric}"
+                cells.append(with_interval(_cell(table, model, base), _cell(table, model, base + CI_LOW),
+                                           _cell(table, model, base + CI_HIGH)))
+            rows.append([*cells, str(episodes), str(errored)])
+    return headers, rows
+
+
+def render_table(table: pd.DataFrame) -> str:
+    """The clemscore table as plain text for the terminal: overview, then per game, then notes."""
+    parts = [text_table(*overview_rows(table)), "", text_table(*game_rows(table))]
+    parts += ["", *_notes(table)]
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def results_markdown(table: pd.DataFrame) -> str:
+    """The clemscore table as a Markdown document (results.md)."""
+    parts = [
+        "# clemscore", "", markdown_table(*overview_rows(table)), "",
+        "## Per game", "", markdown_table(*game_rows(table)), "",
+    ]
+    parts += [f"- {note}" for note in _notes(table)]
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def _notes(table: pd.DataFrame) -> list[str]:
+    static = table.attrs.get("static_games") or []
+    notes = [f"statscore: static games {', '.join(static)}" if static else "statscore: no static game in these results"]
+    notes.append(METHOD_NOTE)
+    notes += table.attrs.get("summary", [])
+    return notes

@@ -1,0 +1,348 @@
+"""Read clemcore results directories of both generations into one ``Episode`` type.
+
+Two generations of the layout ``<results>/<model-folder>/<game>/<experiment>/<episode>/`` exist:
+
+- clemcore 3.7.2 writes ``instance_00000/`` (and our ``collect`` writes ``episode_00001/`` for repeated
+  samples of one instance) holding ``instance.json``, ``interactions.json`` with a ``meta`` block (game_name,
+  experiment_name, game_id, ...) and ``players`` as ``{"game_role", "model_name"}`` dicts, ``completed.json``
+  or ``error.json``, per-player ``requests.json`` and, once scored, ``scores.json``;
+- the clembench v2.0 records have ``episode_<k>/`` with ``interactions.json`` (no ``meta``; ``players`` as
+  strings such as ``"Word Guesser (Llama-3.3-70B-Instruct)"``, keyed ``Player 1`` or ``Player_1``) and
+  ``scores.json``; without ``instance.json`` the game id is the episode folder name.
+
+A player's chat perspective is rebuilt from the events, as clemcore's players and backends build it: GM ->
+player ``send message`` events are user messages, player -> GM ``get message`` events assistant messages,
+consecutive same-role messages merge with two newlines (clemcore's ``ensure_alternating_roles``), and a
+message labelled ``forget`` is seen once but not remembered.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+# clemcore's programmatic and human model names (ModelSpec.PROGRAMMATIC_SPECS, HUMAN_SPECS) plus the names
+# older records and custom players use: none of them is an LLM whose turns can be learned.
+NON_LLM_MODELS = frozenset({"programmatic", "mock", "dry_run", "custom", "human", "terminal", "gm"})
+
+# instance_00000 (clemcore), episode_3 (clembench v2.0), episode_00003_s01_l002 (collect's samples and
+# leaves), branch_00001 (clemcore's branching runner, nested in an instance folder)
+EPISODE_FOLDER = re.compile(r"(instance|episode|branch)_[0-9A-Za-z][\w.-]*")
+OUTCOMES = ("success", "lose", "aborted")
+
+
+@dataclass(frozen=True)
+class PlayerInfo:
+    """One player of an episode: ``name`` as the events spell it ("Player 1"), its role and model."""
+
+    name: str
+    game_role: str | None
+    model_name: str
+
+    @property
+    def is_llm(self) -> bool:
+        return self.name != "GM" and bool(self.model_name) and self.model_name.lower() not in NON_LLM_MODELS
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One reply of a player: the messages it saw before replying (ending with a user message), the reply,
+    its 0-based index among that player's replies and the game round it fell in."""
+
+    context: list[dict]
+    response: str
+    index: int
+    round: int
+
+
+@dataclass
+class Episode:
+    """One played episode read from disk.
+
+    ``model`` is the model folder (``<model-pair>``), ``episode`` the episode folder name, possibly nested
+    (``instance_00000/branch_00001``); ``interactions`` is None only for an episode that ended with
+    ``error.json``.
+    """
+
+    path: Path
+    model: str
+    game: str
+    experiment: str
+    episode: str
+    interactions: dict | None
+    scores: dict | None
+    instance: dict | None
+    error: dict | None
+
+    @property
+    def model_dir(self) -> Path:
+        """The model folder this episode lies in (``<results>/<model-pair>``)."""
+        parents = self.path.resolve().parents
+        return parents[min(len(self.episode.split("/")) + 1, len(parents) - 1)]
+
+    @property
+    def game_id(self) -> int | str:
+        """The instance id: from interactions' meta, else instance.json, else the episode folder name."""
+        return self._game_id()[0]
+
+    @property
+    def game_id_source(self) -> str:
+        """Where ``game_id`` came from: "interactions meta", "instance.json" or "episode folder"."""
+        return self._game_id()[1]
+
+    def _game_id(self) -> tuple[int | str, str]:
+        meta = (self.interactions or {}).get("meta") or {}
+        if meta.get("game_id") is not None:
+            return meta["game_id"], "interactions meta"
+        if self.instance and self.instance.get("game_id") is not None:
+            return self.instance["game_id"], "instance.json"
+        return self.episode.split("/")[0], "episode folder"
+
+    @property
+    def instance_key(self) -> tuple[str, str, str]:
+        """``(game, experiment, game_id)``: episodes sharing it are samples of one game instance."""
+        return self.game, self.experiment, str(self.game_id)
+
+    @property
+    def outcome(self) -> str | None:
+        """"success", "lose" or "aborted" from scores.json's episode scores, else from interactions' keys;
+        None when neither says (unscored, or ended with an error)."""
+        from clemcore.clemgame.metrics import METRIC_ABORTED, METRIC_LOSE, METRIC_SUCCESS
+
+        keys = (METRIC_ABORTED, METRIC_SUCCESS, METRIC_LOSE)
+        names = dict(zip(keys, ("aborted", "success", "lose"), strict=True))
+        episode_scores = (self.scores or {}).get("episode scores")
+        source = episode_scores if isinstance(episode_scores, dict) else (self.interactions or {})
+        flags = {key: _flag(source.get(key)) for key in keys if key in source}
+        for key in keys:  # aborted first: an inconsistent record must never pass as a win
+            if flags.get(key):
+                return names[key]
+        # older wordle records log only Aborted and Lose; both false means the word was guessed
+        if source is not episode_scores and flags.get(METRIC_ABORTED) is False \
+                and flags.get(METRIC_LOSE) is False and METRIC_SUCCESS not in flags:
+            return "success"
+        return None
+
+    def players(self) -> list[PlayerInfo]:
+        """Every player of the episode, GM included, with old records' names normalised ("Player_1")."""
+        raw = (self.interactions or {}).get("players") or {}
+        return [_player_info(name, value) for name, value in raw.items()]
+
+    def llm_players(self) -> list[PlayerInfo]:
+        """The players whose model is an LLM (not the GM, not programmatic, mock, custom or human)."""
+        return [player for player in self.players() if player.is_llm]
+
+    def _events(self, player_name: str) -> Iterator[tuple[int, str, str, bool]]:
+        """``(round, role, content, remembered)`` for each message between the GM and ``player_name``."""
+        for round_index, round_events in enumerate((self.interactions or {}).get("turns") or []):
+            for event in round_events:
+                action = event["action"]
+                sender, receiver = _player_name(event["from"]), _player_name(event["to"])
+                if sender == "GM" and receiver == player_name and action.get("type") == "send message":
+                    role = "user"
+                elif sender == player_name and receiver == "GM" and action.get("type") == "get message":
+                    role = "assistant"
+                else:
+                    continue
+                yield round_index, role, _text(action.get("content")), action.get("label") != "forget"
+
+    def dialogue(self, player_name: str) -> list[dict]:
+        """Everything ``player_name`` saw and said, as alternating chat messages starting with the user.
+
+        Replies before any context are dropped (nothing to condition them on); a trailing user message is
+        kept, so callers that need a dialogue ending with the assistant trim it.
+        """
+        messages = [{"role": role, "content": content} for _, role, content, _ in self._events(player_name)]
+        while messages and messages[0]["role"] == "assistant":
+            messages.pop(0)
+        return alternating(messages)
+
+    def llm_turns(self, player_name: str) -> list[Turn]:
+        """Each reply of ``player_name`` with the exact context it answered (its memory plus new messages)."""
+        memory: list[dict] = []
+        pending: list[tuple[dict, bool]] = []  # user messages since its last reply, and whether remembered
+        turns: list[Turn] = []
+        for round_index, role, content, remembered in self._events(player_name):
+            message = {"role": role, "content": content}
+            if role == "user":
+                pending.append((message, remembered))
+                continue
+            context = alternating(memory + [seen for seen, _ in pending])
+            turns.append(Turn(context=context, response=content, index=len(turns), round=round_index))
+            memory += [seen for seen, keep in pending if keep]
+            pending = []
+            if remembered:
+                memory.append(message)
+        return turns
+
+
+def alternating(messages: list[dict]) -> list[dict]:
+    """``messages`` with consecutive same-role messages merged by two newlines, as clemcore's backends do."""
+    if not messages:
+        return []
+    from clemcore.backends.utils import ensure_alternating_roles
+
+    return ensure_alternating_roles(messages, cull_system_message=False)
+
+
+def iter_episodes(
+    results_dir: Path, *, on_skip: Callable[[Path, str], None] | None = None
+) -> Iterator[Episode]:
+    """Every readable episode under ``results_dir``, in sorted path order.
+
+    ``results_dir`` may be a results root, a model folder or any folder below. Model, game and experiment
+    come from the path (``<model>/<game>/<experiment>/<episode>``), game and experiment from interactions'
+    meta where present. An episode that cannot be read (a JSON file that does not parse, ``interactions.json``
+    missing or without a ``turns`` list) is not yielded; ``on_skip(path, reason)`` is called once for it
+    (default: a logged warning).
+    """
+    report = on_skip or (lambda path, reason: logger.warning("skipping %s: %s", path, reason))
+    for folder in _episode_folders(Path(results_dir)):
+        episode, reason = _read_episode(folder)
+        if episode is None:
+            report(folder, reason)
+        else:
+            yield episode
+
+
+@dataclass
+class ResultsScan:
+    """What a scan of results folders found: the readable episodes and ``(path, reason)`` per skipped one."""
+
+    episodes: list[Episode] = field(default_factory=list)
+    skipped: list[tuple[Path, str]] = field(default_factory=list)
+
+
+def scan_results(results_dirs: Iterable[Path]) -> ResultsScan:
+    """All episodes under each of ``results_dirs`` (an episode reached twice, e.g. through a root and one of
+    its model folders, counts once), and every unreadable one with its reason."""
+    scan = ResultsScan()
+    seen: set[Path] = set()
+
+    def skip(path: Path, reason: str) -> None:
+        if path.resolve() not in seen:
+            seen.add(path.resolve())
+            scan.skipped.append((path, reason))
+
+    for results_dir in results_dirs:
+        for episode in iter_episodes(Path(results_dir), on_skip=skip):
+            if episode.path.resolve() not in seen:
+                seen.add(episode.path.resolve())
+                scan.episodes.append(episode)
+    return scan
+
+
+def _episode_folders(results_dir: Path) -> list[Path]:
+    """Folders holding an episode: those with interactions.json or error.json, and empty episode folders
+    (``instance_N`` without either, e.g. a run that was killed) so that they are reported, not ignored."""
+    folders = []
+    for root, dirs, files in os.walk(results_dir):
+        # hidden folders hold staging copies and collect's per-tree records, not finished episodes
+        dirs[:] = sorted(name for name in dirs if not name.startswith("."))
+        folder = Path(root)
+        has_episode_children = any(EPISODE_FOLDER.fullmatch(name) for name in dirs)
+        if "interactions.json" in files or "error.json" in files:
+            folders.append(folder)
+        elif EPISODE_FOLDER.fullmatch(folder.name) and not has_episode_children:
+            folders.append(folder)
+    return sorted(folders)
+
+
+def _read_episode(folder: Path) -> tuple[Episode | None, str]:
+    documents: dict[str, dict | None] = {}
+    for name in ("interactions.json", "scores.json", "instance.json", "error.json"):
+        file = folder / name
+        if not file.is_file():
+            documents[name] = None
+            continue
+        try:
+            documents[name] = json.loads(file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            return None, f"{name} cannot be read ({error})"
+        if not isinstance(documents[name], dict):
+            return None, f"{name} holds a {type(documents[name]).__name__}, not a JSON object"
+    interactions, error = documents["interactions.json"], documents["error.json"]
+    if interactions is None and error is None:
+        return None, "no interactions.json (the episode did not finish; rerun it)"
+    if interactions is not None:
+        problem = _interactions_problem(interactions)
+        if problem:
+            return None, f"interactions.json {problem}"
+    # episode folders may nest (instance_00000/branch_00001); the experiment is the folder above them
+    episode_parts = [folder.name]
+    experiment_dir = folder.parent
+    while EPISODE_FOLDER.fullmatch(experiment_dir.name) and experiment_dir.parent != experiment_dir:
+        episode_parts.insert(0, experiment_dir.name)
+        experiment_dir = experiment_dir.parent
+    meta = (interactions or {}).get("meta") or {}
+    game_dir = experiment_dir.parent
+    episode = Episode(
+        path=folder,
+        model=game_dir.parent.name,
+        game=meta.get("game_name") or game_dir.name,
+        experiment=meta.get("experiment_name") or experiment_dir.name,
+        episode="/".join(episode_parts),
+        interactions=interactions,
+        scores=documents["scores.json"],
+        instance=documents["instance.json"],
+        error=error,
+    )
+    return episode, ""
+
+
+def _interactions_problem(interactions: dict) -> str:
+    """Why the events cannot be read, or "" when they can (checked once here so later reads never raise)."""
+    turns = interactions.get("turns")
+    if not isinstance(turns, list) or not all(isinstance(round_events, list) for round_events in turns):
+        return "has no 'turns' list of rounds"
+    for round_events in turns:
+        for event in round_events:
+            if not isinstance(event, dict) or not isinstance(event.get("action"), dict) \
+                    or not isinstance(event.get("from"), str) or not isinstance(event.get("to"), str):
+                return f"has an event without 'from', 'to' and 'action': {str(event)[:120]}"
+    if not isinstance(interactions.get("players", {}), dict):
+        return "has a 'players' entry that is not an object"
+    return ""
+
+
+def _player_name(name: str) -> str:
+    # older referencegame and imagegame records key players as "Player_1" but name them "Player 1" in events
+    return re.sub(r"^Player_(\d+)$", r"Player \1", name)
+
+
+def _player_info(name: str, value) -> PlayerInfo:
+    name = _player_name(name)
+    if isinstance(value, dict):
+        return PlayerInfo(name, value.get("game_role"), str(value.get("model_name") or ""))
+    if name == "GM":
+        return PlayerInfo(name, "Game Master", "programmatic")
+    text = str(value).strip()
+    # older records: "Word Guesser (Llama-3.3-70B-Instruct)", "Answerer: Llama-3.3-70B-Instruct" or the model
+    in_parentheses = re.fullmatch(r"(.*?)\s*\(([^()]*)\)", text)
+    if in_parentheses:
+        return PlayerInfo(name, in_parentheses[1] or None, in_parentheses[2].strip())
+    if ": " in text:
+        role, model = text.split(": ", 1)
+        return PlayerInfo(name, role, model.strip())
+    return PlayerInfo(name, None, text)
+
+
+def _flag(value) -> bool | None:
+    """A score as a flag: None for NaN or missing (aborted episodes carry NaN episode scores)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return bool(value)
+
+
+def _text(content) -> str:
+    if content is None:
+        return ""
+    return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)

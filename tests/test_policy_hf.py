@@ -1,0 +1,83 @@
+"""The transformers policy: n candidates per context, one prefill per context, seeded determinism."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from playprm.models.hf import HFPolicy, load_causal_lm
+from playprm.models.registry import resolve_policy
+
+CONTEXTS = [
+    [{"role": "user", "content": "Let's play wordle. Reply with GUESS: <word>"}],
+    [{"role": "user", "content": "Describe the grid."}, {"role": "assistant", "content": "EXPRESSION: x"},
+     {"role": "user", "content": "Now once more, shorter please."}],
+    [{"role": "user", "content": "hi"}],
+]
+
+
+@pytest.fixture(scope="module")
+def policy(tiny_models):
+    return HFPolicy(resolve_policy(str(tiny_models["policy"])))
+
+
+def test_generate_returns_n_candidates_per_context(policy):
+    out = policy.generate(CONTEXTS, n=4, temperature=1.0, max_tokens=8, seed=3)
+    assert [len(c) for c in out] == [4, 4, 4]
+    for candidates in out:
+        for c in candidates:
+            assert 1 <= c.num_tokens <= 8
+            assert c.logprob < 0
+        assert len({c.text for c in candidates}) > 1  # sampled, not copies
+
+
+def test_same_seed_gives_same_candidates(policy):
+    a = policy.generate(CONTEXTS, n=3, temperature=0.9, max_tokens=10, seed=11)
+    b = policy.generate(CONTEXTS, n=3, temperature=0.9, max_tokens=10, seed=11)
+    c = policy.generate(CONTEXTS, n=3, temperature=0.9, max_tokens=10, seed=12)
+    texts = lambda out: [[x.text for x in group] for group in out]  # noqa: E731
+    assert texts(a) == texts(b)
+    assert texts(a) != texts(c)
+
+
+def _reference_greedy(model, tokenizer, policy, context, max_tokens):
+    """transformers' own generate, one context at a time, no padding: the plain path."""
+    ids = torch.tensor([policy.prompt_ids(context)])
+    out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_tokens, do_sample=False,
+                         eos_token_id=policy.stop_ids, pad_token_id=tokenizer.pad_token_id)
+    new = out[0, ids.shape[1]:].tolist()
+    if new and new[-1] in policy.stop_ids:
+        new = new[:-1]
+    return tokenizer.decode(new, skip_special_tokens=False)
+
+
+def test_batched_greedy_with_shared_prefill_equals_plain_generate(policy):
+    # n=3 at temperature 0 must give three copies of what transformers' generate gives for each context
+    out = policy.generate(CONTEXTS, n=3, temperature=0.0, max_tokens=12)
+    for context, candidates in zip(CONTEXTS, out):
+        expected = _reference_greedy(policy.model, policy.tokenizer, policy, context, 12)
+        assert [c.text for c in candidates] == [expected] * 3
+
+
+def test_chat_template_kwargs_reach_the_template(tiny_models):
+    spec = resolve_policy(str(tiny_models["policy"]))
+    model, tokenizer = load_causal_lm(spec)
+    spec.chat_template_kwargs = {"enable_thinking": False}
+    no_think = HFPolicy(spec, model, tokenizer).prompt_ids(CONTEXTS[0])
+    spec.chat_template_kwargs = {}
+    plain = HFPolicy(spec, model, tokenizer).prompt_ids(CONTEXTS[0])
+    think_id = tokenizer.convert_tokens_to_ids("<think>")
+    assert think_id in no_think and think_id not in plain
+
+
+def test_generation_stops_on_a_stop_token_and_culls_it(policy):
+    first = policy.generate(CONTEXTS[:1], n=1, temperature=0.0, max_tokens=6)[0][0]
+    first_token = policy.tokenizer(first.text, add_special_tokens=False).input_ids[0]
+    saved = policy.stop_ids
+    policy.stop_ids = sorted(set(saved) | {first_token})  # the very first greedy token now ends the turn
+    try:
+        stopped = policy.generate(CONTEXTS[:1], n=2, temperature=0.0, max_tokens=6)[0]
+    finally:
+        policy.stop_ids = saved
+    assert [(c.text, c.num_tokens) for c in stopped] == [("", 1), ("", 1)]
+    assert first.num_tokens == 6  # without the stop it ran to max_tokens

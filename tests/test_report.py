@@ -1,0 +1,348 @@
+"""`playprm report`: clemcore's clemscore table reproduced, statscore, CIs, errored episodes, --compare."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+import random
+import shutil
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from clemcore import clemeval
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from playprm.cli import main
+from playprm.report.clemscore import CLEMSCORE, STATSCORE, clemcore_columns, compute_table
+from playprm.report.compare import LOOKAHEAD_TITLE, compare_runs, render_comparison
+
+RESAMPLES = 200  # enough for stable intervals, small enough for a quick test
+
+
+def write_episode(root: Path, model: str, game: str, experiment: str, episode: str, scores: dict,
+                  **extra: dict) -> Path:
+    """Write one episode's scores.json (bare NaN allowed, as clemcore writes it) and extra JSON files."""
+    folder = root / model / game / experiment / episode
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "scores.json").write_text(json.dumps({"turn scores": {}, "episode scores": scores}))
+    for name, content in extra.items():
+        (folder / f"{name}.json").write_text(json.dumps(content))
+    return folder
+
+
+def episode_scores(aborted: bool, quality: float | None) -> dict:
+    """clembench-style episode scores; an aborted episode's Main Score is NaN."""
+    return {
+        "Aborted": int(aborted), "Success": int(not aborted and bool(quality)), "Lose": 0,
+        "Request Count": 3, "Main Score": float("nan") if aborted else quality,
+    }
+
+
+def synthetic_results(root: Path, seed: int = 0, episodes: int = 5) -> Path:
+    """Three models, three games, two experiments; NaNs, a model missing a game, an all-aborted game."""
+    rng = random.Random(seed)
+    plan = {
+        "modelA-t0.0--modelA-t0.0": ["wordle", "taboo", "referencegame"],
+        "modelB-t0.0--modelB-t0.0": ["wordle", "taboo"],
+        "modelC-t0.0--modelC-t0.0": ["wordle", "taboo", "referencegame"],
+    }
+    for model, games in plan.items():
+        for game in games:
+            for experiment in ("0_easy", "1_hard"):
+                for k in range(episodes):
+                    all_aborted = model.startswith("modelC") and game == "taboo"
+                    aborted = all_aborted or rng.random() < 0.3
+                    quality = rng.choice([0, 100, round(rng.uniform(0, 100), 3), 100 / 3])
+                    name = f"instance_{k:05d}" if game != "referencegame" else f"episode_{k}"
+                    write_episode(root, model, game, experiment, name, episode_scores(aborted, quality))
+    return root
+
+
+def clemcore_results(results_dir: Path) -> pd.DataFrame:
+    """clemcore's own table: clemeval writes results.csv into the dir; read it back."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        clemeval.perform_evaluation(str(results_dir), return_dataframe=True)
+    return pd.read_csv(results_dir / "results.csv", index_col=0)
+
+
+def assert_equals_clemcore(ours: pd.DataFrame, theirs: pd.DataFrame) -> None:
+    assert list(ours.index) == list(theirs.index)
+    assert clemcore_columns(ours) == list(theirs.columns)
+    for column in theirs.columns:
+        for model in theirs.index:
+            expected, actual = theirs.at[model, column], ours.at[model, column]
+            if pd.isna(expected):
+                assert pd.isna(actual), (model, column)
+            else:
+                assert abs(float(actual) - float(expected)) <= 0.01 + 1e-9, (model, column, actual, expected)
+
+
+def test_table_equals_clemcore_on_synthetic_results(tmp_path):
+    results = synthetic_results(tmp_path / "results")
+    ours = compute_table([results], static_games=set(), n_resamples=RESAMPLES)
+    assert_equals_clemcore(ours, clemcore_results(results))
+    assert pd.isna(ours.at["modelC-t0.0--modelC-t0.0", "taboo, Quality Score"])
+    assert ours.at["modelC-t0.0--modelC-t0.0", "taboo, % Played"] == 0
+
+
+def test_table_equals_clemcore_on_clembench_sample(shared_sample, tmp_path):
+    results = tmp_path / "sample"
+    shutil.copytree(shared_sample, results)  # clemeval writes into the dir; the sample stays untouched
+    ours = compute_table([results], static_games={"wordle", "referencegame"}, n_resamples=RESAMPLES)
+    assert_equals_clemcore(ours, clemcore_results(results))
+    assert ours.at["Llama-3.3-70B-Instruct-t0.0--Llama-3.3-70B-Instruct-t0.0", CLEMSCORE] == 33.66
+
+
+scores_strategy = st.lists(
+    st.tuples(
+        st.sampled_from(["m1", "m2", "m3"]), st.sampled_from(["g1", "g2", "g3"]), st.booleans(),
+        st.sampled_from([0.0, 100.0, 12.345, 0.005, 100 / 3, 200 / 3, 50.0, 99.995, 1.125]),
+    ),
+    min_size=1, max_size=25,
+)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(episodes=scores_strategy)
+def test_table_equals_clemcore_on_random_results(episodes):
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch) / "results"
+        for k, (model, game, aborted, quality) in enumerate(episodes):
+            write_episode(root, model, game, "0_exp", f"episode_{k}", episode_scores(aborted, quality))
+        has_quality = any(not aborted for *_, aborted, _ in episodes)
+        if not has_quality:
+            return  # clemcore has no Quality Score column to compare without a played episode
+        ours = compute_table([root], static_games=set(), n_resamples=20)
+        assert_equals_clemcore(ours, clemcore_results(root))
+
+
+def test_clemcore_columns_come_first_then_statscore(tmp_path):
+    table = compute_table([synthetic_results(tmp_path)], static_games={"wordle"}, n_resamples=RESAMPLES)
+    columns = list(table.columns)
+    assert columns[0] == CLEMSCORE
+    assert columns[len(clemcore_columns(table))] == STATSCORE
+    assert "all, Average % Played" in clemcore_columns(table)
+
+
+def test_statscore_aggregates_only_static_games(tmp_path):
+    root = tmp_path / "r"
+    model = "m-t0.0--m-t0.0"
+    # wordle: played 1 of 2, quality 40; taboo (not static): played 2 of 2, quality 90; referencegame: 100% / 20
+    write_episode(root, model, "wordle", "e", "episode_0", episode_scores(False, 40.0))
+    write_episode(root, model, "wordle", "e", "episode_1", episode_scores(True, None))
+    write_episode(root, model, "taboo", "e", "episode_0", episode_scores(False, 90.0))
+    write_episode(root, model, "taboo", "e", "episode_1", episode_scores(False, 90.0))
+    write_episode(root, model, "referencegame", "e", "episode_0", episode_scores(False, 20.0))
+    table = compute_table([root], static_games={"wordle", "referencegame"}, n_resamples=RESAMPLES)
+    # static: % played (50 + 100) / 2 = 75, quality (40 + 20) / 2 = 30 -> 0.75 * 30
+    assert table.at[model, STATSCORE] == 22.5
+    # clemscore uses all three games: played rounded to 83.33 first, quality 50 -> 41.665 -> 41.66
+    assert table.at[model, CLEMSCORE] == 41.66
+    blank = compute_table([root], static_games=set(), n_resamples=RESAMPLES)
+    assert pd.isna(blank.at[model, STATSCORE])
+
+
+def _width(table: pd.DataFrame, model: str, column: str) -> float:
+    return table.at[model, column + " CI high"] - table.at[model, column + " CI low"]
+
+
+def test_intervals_contain_the_point_estimate(tmp_path):
+    table = compute_table([synthetic_results(tmp_path)], static_games={"wordle"}, n_resamples=RESAMPLES)
+    for model in table.index:
+        for column in (CLEMSCORE, STATSCORE, "wordle, Quality Score", "wordle, % Played"):
+            point = table.at[model, column]
+            assert table.at[model, column + " CI low"] <= point <= table.at[model, column + " CI high"]
+
+
+def test_intervals_shrink_with_more_episodes(tmp_path):
+    few = compute_table([synthetic_results(tmp_path / "few", episodes=4)], static_games=set(),
+                        n_resamples=RESAMPLES)
+    many = compute_table([synthetic_results(tmp_path / "many", episodes=60)], static_games=set(),
+                         n_resamples=RESAMPLES)
+    model = "modelA-t0.0--modelA-t0.0"
+    assert _width(many, model, CLEMSCORE) < _width(few, model, CLEMSCORE)
+    assert _width(many, model, "wordle, % Played") < _width(few, model, "wordle, % Played")
+
+
+def test_intervals_are_seeded(tmp_path):
+    results = synthetic_results(tmp_path)
+    first = compute_table([results], static_games=set(), n_resamples=RESAMPLES, seed=3)
+    again = compute_table([results], static_games=set(), n_resamples=RESAMPLES, seed=3)
+    pd.testing.assert_frame_equal(first, again)
+
+
+def test_errored_episodes_are_counted_apart_and_never_scored(tmp_path):
+    root = tmp_path / "r"
+    model = "m-t0.0--m-t0.0"
+    write_episode(root, model, "wordle", "e", "instance_00000", episode_scores(False, 60.0))
+    errored = root / model / "wordle" / "e" / "instance_00001"
+    errored.mkdir(parents=True)
+    (errored / "error.json").write_text(json.dumps({"error": "CUDA out of memory"}))
+    table = compute_table([root], static_games=set(), n_resamples=RESAMPLES)
+    assert table.at[model, "wordle, errored"] == 1
+    assert table.at[model, "-, errored"] == 1
+    assert table.at[model, "wordle, episodes"] == 1
+    assert table.at[model, "wordle, % Played"] == 100  # the errored episode is not an abort
+
+
+def test_staging_folders_of_unfinished_episodes_are_not_scored(tmp_path):
+    root = tmp_path / "r"
+    model = "m-t0.0--m-t0.0"
+    write_episode(root, model, "wordle", "e", "instance_00000", episode_scores(False, 60.0))
+    write_episode(root, model, "wordle", "e", ".instance_00001.staging-42", episode_scores(False, 0.0))
+    table = compute_table([root], static_games=set(), n_resamples=RESAMPLES)
+    assert table.at[model, "wordle, episodes"] == 1
+    assert table.at[model, "wordle, Quality Score"] == 60
+    assert any("hidden (staging) folders" in line for line in table.attrs["summary"])
+
+
+def test_static_games_default_to_the_game_registry(tmp_path):
+    root = tmp_path / "r"
+    model = "m-t0.0--m-t0.0"
+    write_episode(root, model, "wordle", "e", "episode_0", episode_scores(False, 40.0))
+    write_episode(root, model, "taboo", "e", "episode_0", episode_scores(False, 90.0))
+    table = compute_table([root], n_resamples=RESAMPLES)
+    try:
+        import playprm.games.registry  # noqa: F401
+    except ImportError:
+        assert pd.isna(table.at[model, STATSCORE])
+        assert any("--static-games" in line for line in table.attrs["summary"])
+    else:  # the built-in wordle is marked static, taboo is not
+        assert table.attrs["static_games"] == ["wordle"]
+        assert table.at[model, STATSCORE] == 40
+
+
+def test_games_dir_marks_its_static_games(tmp_path):
+    games = tmp_path / "clembench" / "imagegame"
+    games.mkdir(parents=True)
+    (games / "clemgame.json").write_text(json.dumps(
+        {"game_name": "imagegame", "players": 2, "benchmark": ["2.0", "static"]}
+    ))
+    root = tmp_path / "r"
+    write_episode(root, "m--m", "imagegame", "e", "episode_0", episode_scores(False, 70.0))
+    write_episode(root, "m--m", "taboo", "e", "episode_0", episode_scores(False, 10.0))
+    assert main(["report", "--results-dir", str(root), "--games-dir", str(tmp_path / "clembench"),
+                 "--resamples", "20"]) == 0
+    assert pd.read_csv(root / "results.csv", index_col=0).at["m--m", STATSCORE] == 70
+
+
+def test_unreadable_scores_are_counted_not_fatal(tmp_path):
+    root = tmp_path / "r"
+    model = "m-t0.0--m-t0.0"
+    write_episode(root, model, "wordle", "e", "episode_0", episode_scores(False, 60.0))
+    broken = write_episode(root, model, "wordle", "e", "episode_1", episode_scores(False, 0.0))
+    (broken / "scores.json").write_text('{"episode scores": {"Aborted": 0,')
+    table = compute_table([root], static_games=set(), n_resamples=RESAMPLES)
+    assert table.at[model, "wordle, Quality Score"] == 60
+    assert any("1 scores.json file(s) could not be read" in line for line in table.attrs["summary"])
+
+
+def test_several_results_dirs_are_read_as_one(tmp_path):
+    union = synthetic_results(tmp_path / "union")
+    shard_a, shard_b = tmp_path / "a", tmp_path / "b"
+    for scores in union.rglob("scores.json"):
+        relative = scores.relative_to(union)
+        target = (shard_a if int(relative.parts[3].split("_")[-1]) % 2 else shard_b) / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(scores, target)
+    pd.testing.assert_frame_equal(
+        compute_table([shard_a, shard_b], static_games=set(), n_resamples=RESAMPLES),
+        compute_table([union], static_games=set(), n_resamples=RESAMPLES),
+    )
+
+
+def test_conflicting_copies_of_one_episode_are_a_usage_error(tmp_path):
+    for shard, quality in (("a", 10.0), ("b", 90.0)):
+        write_episode(tmp_path / shard, "m--m", "wordle", "e", "episode_0", episode_scores(False, quality))
+    assert main(["report", "--results-dir", str(tmp_path / "a"), str(tmp_path / "b"),
+                 "--out", str(tmp_path / "out")]) == 2
+    assert not (tmp_path / "out").exists()
+
+
+def test_played_in_scores_is_a_usage_error(tmp_path, capsys):
+    write_episode(tmp_path / "r", "m--m", "wordle", "e", "episode_0", {**episode_scores(False, 5.0), "Played": 1})
+    assert main(["report", "--results-dir", str(tmp_path / "r")]) == 2
+    assert "Played" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("case", ["missing dir", "no scores", "only broken scores"])
+def test_bad_input_is_one_clear_line(tmp_path, capsys, case):
+    root = tmp_path / "r"
+    if case != "missing dir":
+        (root / "m--m" / "wordle" / "e" / "episode_0").mkdir(parents=True)
+    if case == "only broken scores":
+        (root / "m--m" / "wordle" / "e" / "episode_0" / "scores.json").write_text("not json")
+    assert main(["report", "--results-dir", str(root)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("playprm report: error: ") and "\n" not in error
+
+
+def test_report_command_writes_csv_markdown_and_plot(tmp_path, capsys):
+    results = synthetic_results(tmp_path / "results")
+    out = tmp_path / "out"
+    assert main(["report", "--results-dir", str(results), "--out", str(out), "--static-games", "wordle",
+                 "--resamples", "50"]) == 0
+    printed = capsys.readouterr().out
+    assert "modelA-t0.0--modelA-t0.0" in printed and "clemscore [95% CI]" in printed
+    csv = pd.read_csv(out / "results.csv", index_col=0)
+    assert list(csv.columns[:len(clemcore_results(results).columns)]) == list(clemcore_results(results).columns)
+    assert "| model |" in (out / "results.md").read_text()
+    assert (out / "clemscore.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def _run_dir(root: Path, name: str, mode: str, lookahead: bool, quality: float, tokens: int | None) -> Path:
+    results = root / name
+    model = "policy-t0.0--policy-t0.0"
+    for k in range(6):
+        extra = {"cost": {"generated_tokens": tokens + k, "prm_tokens": 2 * tokens, "wall_seconds": 1.5}} \
+            if tokens is not None else {}
+        write_episode(results, model, "wordle", "0_e", f"instance_{k:05d}",
+                      episode_scores(k == 0, quality + k), **extra)
+    (results / model / "playprm_run.json").write_text(
+        json.dumps({"mode": mode, "env_lookahead": lookahead, "n_candidates": 4, "seed": 1})
+    )
+    return results
+
+
+def test_compare_reports_env_lookahead_runs_apart(tmp_path):
+    greedy = _run_dir(tmp_path, "greedy", "greedy", False, 30.0, 100)
+    beam = _run_dir(tmp_path, "beam", "beam-search", True, 80.0, 900)
+    best = _run_dir(tmp_path, "bon", "best-of-n", False, 50.0, None)
+    comparison = compare_runs([beam, greedy, best], static_games=set(), n_resamples=RESAMPLES)
+    assert list(comparison["section"]) == ["honest", "honest", "env-lookahead"]
+    assert list(comparison.index) == ["greedy/policy-t0.0--policy-t0.0", "bon/policy-t0.0--policy-t0.0",
+                                      "beam/policy-t0.0--policy-t0.0"]
+    text = render_comparison(comparison)
+    honest_part, lookahead_part = text.split(LOOKAHEAD_TITLE)
+    assert "greedy/" in honest_part and "beam/" not in honest_part
+    assert "beam/" in lookahead_part and "greedy/" not in lookahead_part
+
+
+def test_compare_averages_cost_per_episode_and_leaves_missing_blank(tmp_path):
+    greedy = _run_dir(tmp_path, "greedy", "greedy", False, 30.0, 100)
+    best = _run_dir(tmp_path, "bon", "best-of-n", False, 50.0, None)
+    comparison = compare_runs([greedy, best], static_games=set(), n_resamples=RESAMPLES)
+    assert comparison.loc["greedy/policy-t0.0--policy-t0.0", "generated tokens / episode"] == 102.5
+    assert comparison.loc["greedy/policy-t0.0--policy-t0.0", "PRM tokens / episode"] == 200
+    assert math.isnan(comparison.loc["bon/policy-t0.0--policy-t0.0", "generated tokens / episode"])
+    assert comparison.loc["bon/policy-t0.0--policy-t0.0", "mode"] == "best-of-n"
+    assert comparison.loc["bon/policy-t0.0--policy-t0.0", "run seed"] == 1
+
+
+def test_compare_command_writes_table_and_compute_plot(tmp_path, capsys):
+    greedy = _run_dir(tmp_path, "greedy", "greedy", False, 30.0, 100)
+    beam = _run_dir(tmp_path, "beam", "beam-search", True, 80.0, 900)
+    out = tmp_path / "out"
+    assert main(["report", "--compare", str(greedy), str(beam), "--out", str(out), "--resamples", "50",
+                 "--static-games", "wordle"]) == 0
+    assert LOOKAHEAD_TITLE in capsys.readouterr().out
+    csv = pd.read_csv(out / "compare.csv", index_col=0)
+    assert csv.loc["beam/policy-t0.0--policy-t0.0", "section"] == "env-lookahead"
+    assert bool(csv.loc["beam/policy-t0.0--policy-t0.0", "env_lookahead"]) is True
+    assert LOOKAHEAD_TITLE in (out / "compare.md").read_text()
+    assert (out / "compute.png").read_bytes()[:4] == b"\x89PNG"
