@@ -298,13 +298,13 @@ def test_instance_generators_reproduce_the_committed_instances(games, tmp_path, 
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     generator_class = next(
-        v for k, v in vars(module).items() if k.endswith("InstanceGenerator") and k != "GameInstanceGenerator"
+        v for v in vars(module).values() if isinstance(v, type) and v.__module__ == module.__name__
     )
     generator = generator_class()
     generator.game_path = str(
         tmp_path
     )  # write the copy elsewhere; resources are read from the module's folder
-    generator.generate(seed=module.SEED)
+    generator.generate(seed=generator_class.SEED)
     regenerated = json.loads((tmp_path / "in" / "instances.json").read_text(encoding="utf-8"))
     committed = json.loads((games[name].path / "in" / "instances.json").read_text(encoding="utf-8"))
     assert regenerated == committed

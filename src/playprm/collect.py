@@ -56,12 +56,15 @@ def _record_turn(episode: Episode, records: list, text: str) -> None:
     records.append({
         "turn_id": turn_id, "parent_id": episode.tags["last"], "game": task.game,
         "experiment": task.experiment["name"], "game_id": task.instance["game_id"], "sample": task.sample,
-        "player": turn.player, "game_role": turn.game_role, "turn": episode.tags["depth"],
+        "player": turn.player, "game_role": turn.game_role,
+        "turn": episode.tags["replies"].get(turn.player, 0),  # the player's reply index, as in outcome records
+        "depth": episode.tags["depth"],
         "context": turn.context, "response": text, "leaf_episode": None, "outcome": None,
     })
     episode.tags["last"] = turn_id
     episode.tags["last_index"] = len(records) - 1
     episode.tags["depth"] += 1
+    episode.tags["replies"][turn.player] = episode.tags["replies"].get(turn.player, 0) + 1
 
 
 def collect(tasks, *, policy, policy_name: str, run_dir: Path, settings: CollectSettings, gen_args: dict,
@@ -83,7 +86,7 @@ def collect(tasks, *, policy, policy_name: str, run_dir: Path, settings: Collect
         open_: list[tuple[int, Episode]] = []
         for tree, task in enumerate(wave):
             root = Episode.start(task, policy_name, run_dir.name, gen_args)
-            root.tags.update(depth=0, last=None, last_index=None)
+            root.tags.update(depth=0, replies={}, last=None, last_index=None)
             if root.done:
                 leaves[tree].append(root)
             else:

@@ -45,7 +45,9 @@ def run(args) -> int:
     outcomes = dataset.episodes_by_outcome
     seen = f"{len(scan.episodes)} episodes seen ({outcomes['success']} successful), {len(scan.skipped)} skipped"
     if not dataset.train and not dataset.validation:
-        print(f"no successful episodes with an LLM reply in {', '.join(map(str, args.results_dir))}: {seen}; "
+        why = "no successful episodes with an LLM reply" if not outcomes["success"] else \
+            f"no sample fits --max-length {args.max_length}"
+        print(f"{why} in {', '.join(map(str, args.results_dir))}: {seen}; "
               f"wrote empty train.jsonl and validation.jsonl to {args.out}")
         return 0
     print(f"wrote {len(dataset.train)} train and {len(dataset.validation)} validation samples to {args.out} "

@@ -20,15 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from playprm.atomic import write_text
-from playprm.data.card import (
-    MAX_LISTED,
-    front_matter,
-    markdown_table,
-    outcome_table,
-    skipped_section,
-    split_note,
-    split_table,
-)
+from playprm.data import card
 from playprm.data.records import episode_meta, instance_of, write_jsonl
 from playprm.data.rollout_tree import (
     MonteCarloLabel,
@@ -40,7 +32,6 @@ from playprm.data.rollout_tree import (
 from playprm.data.split import validation_instances
 from playprm.results import Episode, ResultsScan
 
-LABEL_CHOICES = ("outcome", "mc", "both")
 TREE_FILE = "turns.jsonl"
 
 
@@ -94,14 +85,17 @@ def find_rollout_trees(results_dirs: Sequence[Path]) -> list[Path]:
 
 
 @dataclass
-class _TreeRecords:
+class TreeRecords:
+    """What one turns.jsonl gives: mc records, ``(meta, chosen, rejected, chosen label, rejected label)``
+    pairs, and the counts the card reports."""
+
     records: list[dict]
     pairs: list[tuple[dict, RolloutNode, RolloutNode, MonteCarloLabel, MonteCarloLabel]]
     unfinished_nodes: int
     unknown_leaves: int
 
 
-def tree_records(tree: Path, scan: ResultsScan, skipped: list[tuple[str, str]]) -> _TreeRecords:
+def tree_records(tree: Path, scan: ResultsScan, skipped: list[tuple[str, str]]) -> TreeRecords:
     """Mc-labelled records and sibling pairs of one turns.jsonl.
 
     A leaf without an outcome of its own takes the outcome of its episode (``leaf_episode``) once scored;
@@ -118,13 +112,20 @@ def tree_records(tree: Path, scan: ResultsScan, skipped: list[tuple[str, str]]) 
         episode = episodes.get(str(node.leaf_episode).strip("/"))
         return node.outcome or (episode.outcome if episode else None)
 
+    def episode_name(leaf: str | None) -> str | None:
+        # named as outcome records name it: the episode folder below the experiment
+        if leaf is None:
+            return None
+        episode = episodes.get(leaf.strip("/"))
+        return episode.episode if episode else Path(leaf).name
+
     labels = monte_carlo_labels(nodes, leaf_outcome)
     metas = {}
     records = []
     for node in nodes.values():
         metas[node.turn_id] = {
             "game": node.game, "experiment": node.experiment, "game_id": node.game_id,
-            "episode": node.leaf_episode, "player": node.player, "game_role": node.game_role,
+            "episode": episode_name(node.leaf_episode), "player": node.player, "game_role": node.game_role,
             "model": models.get((node.game, node.experiment, str(node.game_id), node.player)),
             "outcome": leaf_outcome(node) if node.leaf_episode else None, "model_folder": model_dir.name,
             "game_id_source": TREE_FILE, "turn": node.turn, "turn_id": node.turn_id,
@@ -137,7 +138,7 @@ def tree_records(tree: Path, scan: ResultsScan, skipped: list[tuple[str, str]]) 
     pairs = [(metas[chosen.turn_id], chosen, rejected, labels[chosen.turn_id], labels[rejected.turn_id])
              for chosen, rejected in sibling_pairs(nodes, labels)]
     unknown = sum(1 for node in nodes.values() if node.leaf_episode and leaf_outcome(node) is None)
-    return _TreeRecords(records, pairs, unfinished_nodes=len(nodes) - len(labels), unknown_leaves=unknown)
+    return TreeRecords(records, pairs, unfinished_nodes=len(nodes) - len(labels), unknown_leaves=unknown)
 
 
 def build_prm_dataset(
@@ -188,9 +189,9 @@ def write_prm_dataset(dataset: PrmDataset, out: Path, *, sources: Sequence[Path]
     write_jsonl(out / "validation.jsonl", dataset.validation)
     if dataset.pairs is not None:
         write_jsonl(out / "pairs.jsonl", dataset.pairs)
-    card = prm_card(dataset, sources=sources, labels=labels, val_fraction=val_fraction, seed=seed,
+    text = prm_card(dataset, sources=sources, labels=labels, val_fraction=val_fraction, seed=seed,
                     lose_label=lose_label, abort_label=abort_label)
-    write_text(out / "README.md", card)
+    write_text(out / "README.md", text)
 
 
 def prm_card(dataset: PrmDataset, *, sources: Sequence[Path], labels: str, val_fraction: float, seed: int,
@@ -198,18 +199,18 @@ def prm_card(dataset: PrmDataset, *, sources: Sequence[Path], labels: str, val_f
     """The dataset card: sources, label kinds and their definitions, episodes, records, trees and pairs."""
     records = dataset.train + dataset.validation
     parts = [
-        front_matter({"train": "train.jsonl", "validation": "validation.jsonl"}),
+        card.front_matter({"train": "train.jsonl", "validation": "validation.jsonl"}),
         "# PRM dataset from clemcore game episodes",
         "Built by `playprm prm-data --labels " + labels + "` from "
         + ", ".join(f"`{source}`" for source in sources) + ". One record per LLM turn: `messages` (the "
         "context the player saw), `response` (its reply), `label` in [0, 1], `label_kind`, `n_rollouts` and "
         "`meta` (game, experiment, game_id, episode, player, game_role, model, outcome, turn).",
         "## Episodes seen",
-        outcome_table(dataset.scan.episodes),
-        skipped_section(dataset.scan.skipped),
+        card.outcome_table(dataset.scan.episodes),
+        card.skipped_section(dataset.scan.skipped),
         "## Records",
-        split_table(dataset.train, dataset.validation),
-        split_note(dataset.train, dataset.validation, seed=seed, val_fraction=val_fraction),
+        card.split_table(dataset.train, dataset.validation),
+        card.split_note(dataset.train, dataset.validation, seed=seed, val_fraction=val_fraction),
         label_table(records),
     ]
     if labels in ("outcome", "both"):
@@ -229,7 +230,7 @@ def label_table(records: Sequence[dict]) -> str:
         values = [record["label"] for record in records if record["label_kind"] == kind]
         rows.append([kind, len(values), f"{sum(values) / len(values):.3f}", sum(v == 0 for v in values),
                      sum(0 < v < 1 for v in values), sum(v == 1 for v in values)])
-    return markdown_table(["label kind", "records", "mean label", "= 0", "between", "= 1"], rows)
+    return card.markdown_table(["label kind", "records", "mean label", "= 0", "between", "= 1"], rows)
 
 
 def tree_section(dataset: PrmDataset) -> str:
@@ -243,7 +244,7 @@ def tree_section(dataset: PrmDataset) -> str:
         f"outcome (not counted): {dataset.unknown_leaves}. Unreadable turns.jsonl lines: "
         f"{len(dataset.tree_lines_skipped)}.",
     ]
-    lines += [f"- `{where}`: {reason}" for where, reason in dataset.tree_lines_skipped[:MAX_LISTED]]
+    lines += [f"- `{where}`: {reason}" for where, reason in dataset.tree_lines_skipped[:card.MAX_LISTED]]
     pairs = dataset.pairs or []
     splits = Counter(pair["meta"]["split"] for pair in pairs)
     lines.append(f"`pairs.jsonl`: {len(pairs)} preference pairs of sibling turns (same parent state and "

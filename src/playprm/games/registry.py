@@ -80,16 +80,22 @@ def _walk_specs(directory: Path) -> list[GameSpec]:
     return registry.get_game_specs()
 
 
-def _registry_file_specs(registry_file: Path) -> list[GameSpec]:
-    """Specs named by a game_registry.json; paths in it are relative to the file's folder."""
-    from clemcore.clemgame.registry import GameSpec
-
+def _registry_entries(registry_file: Path) -> list:
+    """The entry list of a game_registry.json; UsageError when it is not a JSON list."""
     try:
         entries = json.loads(registry_file.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise UsageError(f"{registry_file} is not valid JSON ({error}); fix or delete it") from error
     if not isinstance(entries, list):
         raise UsageError(f"{registry_file} must hold a JSON list of game entries; fix or delete it")
+    return entries
+
+
+def _registry_file_specs(registry_file: Path) -> list[GameSpec]:
+    """Specs named by a game_registry.json; paths in it are relative to the file's folder."""
+    from clemcore.clemgame.registry import GameSpec
+
+    entries = _registry_entries(registry_file)
     specs = []
     for index, entry in enumerate(entries):
         if not isinstance(entry, dict) or not ({"benchmark_path", "game_path"} & entry.keys()):
@@ -273,14 +279,7 @@ def write_game_registry(directory: Path) -> Path:
     if not directory.is_dir():
         raise UsageError(f"{directory} is not a directory; create it first")
     path = directory / REGISTRY_FILE_NAME
-    entries: list = []
-    if path.exists():
-        try:
-            entries = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise UsageError(f"{path} is not valid JSON ({error}); fix or delete it, then rerun") from error
-        if not isinstance(entries, list):
-            raise UsageError(f"{path} must hold a JSON list of game entries; fix or delete it, then rerun")
+    entries = _registry_entries(path) if path.exists() else []
     builtin = builtin_games_dir()
     already = any(
         isinstance(entry, dict)

@@ -19,6 +19,10 @@ def load_policy(spec: PolicySpec) -> Policy:
         from playprm.models.openai_policy import OpenAIPolicy
 
         return OpenAIPolicy(spec)
+    if spec.backend == "scripted":
+        from playprm.models.scripted import RandomValidPolicy
+
+        return RandomValidPolicy()
     raise ValueError(f"unknown backend {spec.backend!r}")
 
 

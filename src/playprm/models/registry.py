@@ -38,6 +38,8 @@ _CONFIG_TYPES = {
     "api_key_env": str,
 }
 
+SCRIPTED = "scripted:random-valid"  # random valid moves of the built-in games (tests, tiny pipeline)
+
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
@@ -128,6 +130,8 @@ def _resolve_local(model_id: str, base: Path) -> str:
 def resolve_policy(selector: str, *, backend: str | None = None, cwd: Path | None = None) -> PolicySpec:
     """``--policy-model``: a local HF model directory, a registered model name, or a hub id (``org/name``)."""
     cwd = Path.cwd() if cwd is None else cwd
+    if selector == SCRIPTED:
+        return PolicySpec(name="random-valid", backend="scripted", model_id=SCRIPTED, lookup_source="scripted")
     path = Path(selector).expanduser()
     local = path if path.is_absolute() else cwd / path
     if local.is_dir():

@@ -54,6 +54,16 @@ class ProcessRewardModel(nn.Module):
     def device(self) -> torch.device:
         return self.head.weight.device
 
+    def activation_checkpointing_enable(self, activation_checkpointing_kwargs=None, every_n_layers: int = 1,
+                                        offload: bool = False) -> None:
+        """Recompute the backbone's activations in the backward pass (the HF Trainer calls this when
+        ``activation_checkpointing`` is on); inputs require grad so a frozen, adapted backbone still backpropagates."""
+        self.backbone.activation_checkpointing_enable(
+            activation_checkpointing_kwargs=activation_checkpointing_kwargs, every_n_layers=every_n_layers,
+            offload=offload,
+        )
+        self.backbone.enable_input_require_grads()
+
     def forward(self, input_ids, attention_mask=None, position_ids=None, past_key_values=None,
                 use_cache: bool = False) -> PRMOutput:
         from playprm.models.kv import cache_kwargs, output_cache

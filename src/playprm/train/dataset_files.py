@@ -59,8 +59,13 @@ def messages_problem(messages, last_role: str) -> str | None:
         if not isinstance(message.get("content"), str):
             return f"messages[{index}] needs a string 'content'"
     if messages[-1]["role"] != last_role:
-        return f"'messages' must end with a {last_role} message, not {messages[-1]['role']}"
+        return (f"'messages' must end with {_a(last_role)} {last_role} message, not {_a(messages[-1]['role'])} "
+                f"{messages[-1]['role']} one")
     return None
+
+
+def _a(word: str) -> str:
+    return "an" if word[0] in "aeiou" else "a"
 
 
 def sft_record_problem(record: dict) -> str | None:

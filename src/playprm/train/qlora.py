@@ -94,6 +94,8 @@ def resolve_device_defaults(config) -> None:
         config.optim = CUDA_OPTIM if cuda else CPU_OPTIM
     if config.bf16 is None:
         config.bf16 = cuda
+    if not cuda:
+        config.dataloader_pin_memory = False  # pinning only serves host-to-GPU copies
     if not cuda and config.load_in_4bit:
         raise ValueError("--load-in-4bit needs a CUDA device (bitsandbytes 4-bit is CUDA-only); "
                          "drop it to train unquantized on CPU")
@@ -119,28 +121,9 @@ def cpu_fallback_note(config, command: str) -> str | None:
     """The one line a CPU run prints about what it does differently from the model card's CUDA run."""
     if not config.cpu_fallback:
         return None
-    return (f"playprm {command}: no CUDA device: training unquantized in float32 with {config.optim} "
+    optim = getattr(config.optim, "value", config.optim)
+    return (f"playprm {command}: no CUDA device: training unquantized in float32 with {optim} "
             f"(the CUDA run uses 4-bit NF4 weights, bf16 and {CUDA_OPTIM})")
-
-
-def model_dtype(config):
-    import torch
-
-    return torch.bfloat16 if config.bf16 or config.load_in_4bit else torch.float32
-
-
-def load_base_model(model_class, model_id: str, config, *, trust_remote_code: bool = False):
-    """``model_class.from_pretrained(model_id)`` as the config asks: 4-bit NF4 on this process's GPU, or unquantized
-    in the run's dtype. Under DeepSpeed / FSDP no device map is given, so the launcher can shard the weights."""
-    kwargs: dict[str, Any] = {"dtype": model_dtype(config), "trust_remote_code": trust_remote_code}
-    if config.load_in_4bit:
-        from playprm.models.hf import bnb_4bit_config
-
-        kwargs["quantization_config"] = bnb_4bit_config()
-        if not (config.deepspeed or config.fsdp):
-            # each DDP process holds a whole quantized copy on its own GPU
-            kwargs["device_map"] = {"": int(os.environ.get("LOCAL_RANK", "0"))}
-    return model_class.from_pretrained(model_id, **kwargs)
 
 
 def lora_config(config, task_type: str | None):
@@ -156,9 +139,3 @@ def lora_config(config, task_type: str | None):
         bias="none",
         task_type=task_type,
     )
-
-
-def shards_weights(config) -> bool:
-    """Whether DeepSpeed ZeRO-3 shards the parameters (then LoRA weights stay in the base dtype, see TRL #6089)."""
-    plugin = getattr(config, "deepspeed_plugin", None)
-    return plugin is not None and getattr(plugin, "zero_stage", None) == 3

@@ -209,3 +209,22 @@ def build_config(config_class, settings: dict[str, Any]):
         return config_class(**settings)
     except (ValueError, TypeError) as error:
         raise UsageError(" ".join(str(error).split())) from None
+
+
+RUN_INPUTS = ("model", "data")  # recipe keys that are not config fields
+
+
+def command_settings(args, config_class, explicit: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(config settings, run inputs)`` of a train command: the recipe, then ``--field`` overrides, then the
+    command's own flags (``explicit``, unset ones left out); ``run inputs`` are ``model`` and ``data``."""
+    recipe = load_recipe(args.config, config_class, fixed=RUN_INPUTS) if args.config else {}
+    settings = {**recipe, **parse_overrides(args.overrides, config_class)}
+    settings.update({key: value for key, value in explicit.items() if value is not None})
+    inputs = {key: settings.pop(key, None) for key in RUN_INPUTS}
+    inputs.update({key: getattr(args, key) for key in RUN_INPUTS if getattr(args, key, None) is not None})
+    missing = [f"--{key}" for key in RUN_INPUTS if inputs[key] is None]
+    if not settings.get("output_dir"):
+        missing.append("--output-dir")
+    if missing:
+        raise UsageError(f"missing {', '.join(missing)}; give them on the command line or in the --config recipe")
+    return settings, inputs

@@ -10,15 +10,11 @@ Each instance holds the describer's grids and target label and the guesser's shu
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 
-from clemcore.clemgame import GameInstanceGenerator
+from playprm.games.builtin.generation import SeededInstanceGenerator
 
-SEED = 42
-INSTANCES_PER_EXPERIMENT = 10
-GAME_DIR = Path(__file__).resolve().parent
 FILLED, EMPTY = "X", "▢"
 LABELS = ("first", "second", "third")
 SIZE = 5
@@ -35,20 +31,18 @@ def random_rows(rng: random.Random) -> list[str]:
     return ["".join("X" if r * SIZE + c in filled else "." for c in range(SIZE)) for r in range(SIZE)]
 
 
-class ReferenceGameInstanceGenerator(GameInstanceGenerator):
+class ReferenceGameInstanceGenerator(SeededInstanceGenerator):
     """Draws every instance's three grids, target and guesser order from one seeded random generator."""
 
     def __init__(self):
-        super().__init__(str(GAME_DIR))
+        super().__init__(Path(__file__).resolve().parent)
 
-    def on_generate(self, seed: int, **kwargs):
-        rng = random.Random(seed)  # a private generator: the output does not depend on other random users
-        shapes = json.loads((GAME_DIR / "resources" / "letter_shapes.json").read_text(encoding="utf-8"))
+    def add_experiments(self, rng: random.Random) -> None:
+        shapes = self.resource("letter_shapes.json")
         letters = sorted(k for k in shapes if not k.startswith("_"))
-        game_id = 0
         for name in ("letter_grids", "random_grids"):
             experiment = self.add_experiment(name)
-            for _ in range(INSTANCES_PER_EXPERIMENT):
+            for _ in range(self.INSTANCES_PER_EXPERIMENT):
                 if name == "letter_grids":
                     triple = [render(shapes[letter]) for letter in rng.sample(letters, 3)]
                 else:
@@ -59,13 +53,14 @@ class ReferenceGameInstanceGenerator(GameInstanceGenerator):
                             triple.append(grid)
                 target = rng.randrange(3)
                 order = rng.sample(range(3), 3)  # guesser position -> describer position
-                instance = self.add_game_instance(experiment, game_id)
-                instance["describer_grids"] = triple
-                instance["describer_target"] = LABELS[target]
-                instance["guesser_grids"] = [triple[i] for i in order]
-                instance["guesser_target"] = LABELS[order.index(target)]
-                game_id += 1
+                self.add_instance(
+                    experiment,
+                    describer_grids=triple,
+                    describer_target=LABELS[target],
+                    guesser_grids=[triple[i] for i in order],
+                    guesser_target=LABELS[order.index(target)],
+                )
 
 
 if __name__ == "__main__":
-    ReferenceGameInstanceGenerator().generate(seed=SEED)
+    ReferenceGameInstanceGenerator().generate(seed=ReferenceGameInstanceGenerator.SEED)

@@ -17,16 +17,14 @@ guesser answered) and ``Expression Words``.
 
 from __future__ import annotations
 
-import math
 import re
-from string import Template
 
 from clemcore.backends import Model
-from clemcore.clemgame import DialogueGameMaster, GameBenchmark, GameScorer, ParseError, Player
-from clemcore.clemgame.metrics import BENCH_SCORE, METRIC_ABORTED, METRIC_SUCCESS
+from clemcore.clemgame import GameBenchmark, ParseError, Player
+from clemcore.clemgame.metrics import BENCH_SCORE, METRIC_SUCCESS
 
+from playprm.games.builtin.episode import OutcomeScorer, PromptedGameMaster, gm_notes
 from playprm.games.builtin.protocol import clean_word, parse_tagged
-from playprm.games.builtin.records import gm_notes, log_outcome
 
 LABELS = ("first", "second", "third")
 _ANSWER_WORDS = {
@@ -75,7 +73,7 @@ class ReferenceGuesser(Player):
         return f"ANSWER: {answer}"
 
 
-class ReferenceGame(DialogueGameMaster):
+class ReferenceGame(PromptedGameMaster):
     """One round: expression, then answer."""
 
     def _on_setup(self, **game_instance):
@@ -89,21 +87,18 @@ class ReferenceGame(DialogueGameMaster):
         self.guesser = ReferenceGuesser(self.player_models[1], self.guesser_grids)
         self.add_player(
             self.describer,
-            initial_context=self._template(
+            initial_context=self.template(
                 "describer_prompt", target=self.describer_target, **self._grid_fields(self.describer_grids)
             ),
         )
         self.add_player(
             self.guesser,
-            initial_prompt=self._template("guesser_prompt", **self._grid_fields(self.guesser_grids)),
+            initial_prompt=self.template("guesser_prompt", **self._grid_fields(self.guesser_grids)),
         )
 
     @staticmethod
     def _grid_fields(grids: list[str]) -> dict[str, str]:
         return {f"{label}_grid": grid for label, grid in zip(LABELS, grids, strict=True)}
-
-    def _template(self, name: str, **values) -> str:
-        return Template(self.load_template(f"resources/{name}")).substitute(**values).strip()
 
     def _parse_response(self, player: Player, response: str) -> str:
         if player is self.describer:
@@ -121,7 +116,7 @@ class ReferenceGame(DialogueGameMaster):
     def _advance_game(self, player: Player, parsed_response: str):
         if player is self.describer:
             self.log_to_self("expression", {"expression": parsed_response})
-            self.set_context_for(self.guesser, self._template("expression", expression=parsed_response))
+            self.set_context_for(self.guesser, self.template("expression", expression=parsed_response))
             return
         self.answer = parsed_response
         correct = parsed_response == self.guesser_target
@@ -133,17 +128,11 @@ class ReferenceGame(DialogueGameMaster):
         else:
             self.state.failed()
 
-    def _on_parse_error(self, error: ParseError):
-        self.log_to_self("invalid format", error.reason)
-        self.state.abort()
-
-    def _on_after_game(self):
-        self.log_key("guesser_target", self.guesser_target)
-        self.log_key("answer", self.answer)
-        log_outcome(self)
+    def episode_facts(self) -> dict:
+        return {"guesser_target": self.guesser_target, "answer": self.answer}
 
 
-class ReferenceGameScorer(GameScorer):
+class ReferenceGameScorer(OutcomeScorer):
     """Per round: expression length and answer correctness; per episode: Main Score 100, 0 or NaN."""
 
     def compute_round_score(self, round_idx, round_events: list[dict]) -> None:
@@ -152,11 +141,8 @@ class ReferenceGameScorer(GameScorer):
         for note in gm_notes(round_events, "answer"):
             self.log_round_score(round_idx, "Success", int(note["correct"]))
 
-    def compute_episode_scores(self, interactions: dict) -> None:
-        if interactions[METRIC_ABORTED]:
-            self.log_episode_score(BENCH_SCORE, math.nan)
-            return
-        self.log_episode_score(BENCH_SCORE, 100 if interactions[METRIC_SUCCESS] else 0)
+    def episode_scores(self, interactions: dict) -> dict[str, float]:
+        return {BENCH_SCORE: 100 if interactions[METRIC_SUCCESS] else 0}
 
 
 class ReferenceGameBenchmark(GameBenchmark):

@@ -22,26 +22,16 @@ Scores: ``Main Score`` is ``100 / turns used`` on success, 0 when lost and NaN w
 from __future__ import annotations
 
 import json
-import math
 import re
 from pathlib import Path
-from string import Template
 
 from clemcore.backends import Model
-from clemcore.clemgame import (
-    DialogueGameMaster,
-    GameBenchmark,
-    GameError,
-    GameScorer,
-    ParseError,
-    Player,
-    RuleViolationError,
-)
-from clemcore.clemgame.metrics import BENCH_SCORE, METRIC_ABORTED, METRIC_SUCCESS
+from clemcore.clemgame import GameBenchmark, GameError, ParseError, Player, RuleViolationError
+from clemcore.clemgame.metrics import BENCH_SCORE, METRIC_SUCCESS
 from nltk.stem.snowball import SnowballStemmer
 
+from playprm.games.builtin.episode import OutcomeScorer, PromptedGameMaster, gm_notes
 from playprm.games.builtin.protocol import clean_word, parse_tagged
-from playprm.games.builtin.records import gm_notes, log_outcome
 
 _STEMMER = SnowballStemmer("english")
 _SHORT_WORD_ENDINGS = ("s", "es", "er", "ers", "est", "ed", "ing", "y", "ly")
@@ -128,7 +118,7 @@ def card_vocabulary() -> list[str]:
     )
 
 
-class Taboo(DialogueGameMaster):
+class Taboo(PromptedGameMaster):
     """Rounds of clue then guess; the describer hears each wrong guess and gives a new clue."""
 
     def _on_setup(self, **game_instance):
@@ -140,7 +130,7 @@ class Taboo(DialogueGameMaster):
         self.guesser = TabooGuesser(self.player_models[1], card_vocabulary())
         self.add_player(
             self.describer,
-            initial_context=self._template(
+            initial_context=self.template(
                 "describer_prompt",
                 target_word=self.target_word,
                 taboo_words=", ".join(self.taboo_words),
@@ -148,11 +138,8 @@ class Taboo(DialogueGameMaster):
             ),
         )
         self.add_player(
-            self.guesser, initial_prompt=self._template("guesser_prompt", max_turns=self.max_turns)
+            self.guesser, initial_prompt=self.template("guesser_prompt", max_turns=self.max_turns)
         )
-
-    def _template(self, name: str, **values) -> str:
-        return Template(self.load_template(f"resources/{name}")).substitute(**values).strip()
 
     def _guesses_left(self) -> str:
         left = self.max_turns - len(self.guesses)
@@ -179,7 +166,7 @@ class Taboo(DialogueGameMaster):
                     key="taboo word",
                 )
             self.set_context_for(
-                self.guesser, self._template("clue", clue=parsed_response, guesses_left=self._guesses_left())
+                self.guesser, self.template("clue", clue=parsed_response, guesses_left=self._guesses_left())
             )
             return
         self.guesses.append(parsed_response)
@@ -192,25 +179,21 @@ class Taboo(DialogueGameMaster):
         else:
             self.set_context_for(
                 self.describer,
-                self._template("wrong_guess", guess=parsed_response, guesses_left=self._guesses_left()),
+                self.template("wrong_guess", guess=parsed_response, guesses_left=self._guesses_left()),
             )
 
     def _on_game_error(self, error: GameError):
         self.log_to_self("invalid clue", error.reason)
         self.state.abort()
 
-    def _on_parse_error(self, error: ParseError):
-        self.log_to_self("invalid format", error.reason)
-        self.state.abort()
-
-    def _on_after_game(self):
-        self.log_key("target_word", self.target_word)
-        self.log_key("guesses", self.guesses)
-        log_outcome(self)
+    def episode_facts(self) -> dict:
+        return {"target_word": self.target_word, "guesses": self.guesses}
 
 
-class TabooScorer(GameScorer):
+class TabooScorer(OutcomeScorer):
     """Per round: clue length and guess correctness; per episode: Main Score = 100 / turns on success."""
+
+    episode_score_names = (BENCH_SCORE, "Turns Used")
 
     def compute_round_score(self, round_idx, round_events: list[dict]) -> None:
         for note in gm_notes(round_events, "clue"):
@@ -218,14 +201,9 @@ class TabooScorer(GameScorer):
         for note in gm_notes(round_events, "guess"):
             self.log_round_score(round_idx, "Correct Guess", int(note["correct"]))
 
-    def compute_episode_scores(self, interactions: dict) -> None:
-        if interactions[METRIC_ABORTED]:
-            self.log_episode_score(BENCH_SCORE, math.nan)
-            self.log_episode_score("Turns Used", math.nan)
-            return
-        turns = len(interactions.get("guesses", []))
-        self.log_episode_score(BENCH_SCORE, 100 / turns if interactions[METRIC_SUCCESS] else 0)
-        self.log_episode_score("Turns Used", turns)
+    def episode_scores(self, interactions: dict) -> dict[str, float]:
+        turns = len(interactions["guesses"])
+        return {BENCH_SCORE: 100 / turns if interactions[METRIC_SUCCESS] else 0, "Turns Used": turns}
 
 
 class TabooBenchmark(GameBenchmark):

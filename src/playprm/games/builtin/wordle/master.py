@@ -19,24 +19,14 @@ Guess`` (0/1), ``Green Letters`` and ``Yellow Letters``.
 
 from __future__ import annotations
 
-import math
 import re
-from string import Template
 
 from clemcore.backends import Model
-from clemcore.clemgame import (
-    DialogueGameMaster,
-    GameBenchmark,
-    GameError,
-    GameScorer,
-    ParseError,
-    Player,
-    RuleViolationError,
-)
-from clemcore.clemgame.metrics import BENCH_SCORE, METRIC_ABORTED, METRIC_SUCCESS
+from clemcore.clemgame import GameBenchmark, GameError, ParseError, Player, RuleViolationError
+from clemcore.clemgame.metrics import BENCH_SCORE, METRIC_SUCCESS
 
+from playprm.games.builtin.episode import OutcomeScorer, PromptedGameMaster, gm_notes
 from playprm.games.builtin.protocol import clean_word, parse_tagged
-from playprm.games.builtin.records import gm_notes, log_outcome
 from playprm.games.builtin.wordle import rules
 
 # what the programmatic guesser reads back from the GM's feedback message (see resources/feedback.template)
@@ -61,20 +51,17 @@ class WordleGuesser(Player):
         return f"GUESS: {guess}\nEXPLANATION: The first allowed word that fits all feedback so far."
 
 
-class Wordle(DialogueGameMaster):
+class Wordle(PromptedGameMaster):
     """One round per guess; the game master answers each guess until it is solved or the guesses run out."""
 
     def _on_setup(self, **game_instance):
         self.target_word: str = game_instance["target_word"].lower()
         self.max_guesses: int = int(game_instance["max_guesses"])
-        self.attempts = 0
         self.guesses: list[dict] = []
         self.guesser = WordleGuesser(self.player_models[0])
-        prompt = self._template("initial_prompt", max_guesses=self.max_guesses)
-        self.add_player(self.guesser, initial_context=prompt)
-
-    def _template(self, name: str, **values) -> str:
-        return Template(self.load_template(f"resources/{name}")).substitute(**values).strip()
+        self.add_player(
+            self.guesser, initial_context=self.template("initial_prompt", max_guesses=self.max_guesses)
+        )
 
     def _parse_response(self, player: Player, response: str) -> str:
         guess = clean_word(parse_tagged(response, "GUESS"))
@@ -87,7 +74,6 @@ class Wordle(DialogueGameMaster):
         return guess
 
     def _advance_game(self, player: Player, guess: str):
-        self.attempts += 1
         if len(guess) != rules.WORD_LENGTH or not rules.is_valid_word(guess):
             raise RuleViolationError(
                 f"{guess!r} is not an allowed five-letter word", guess, key="invalid word"
@@ -96,58 +82,45 @@ class Wordle(DialogueGameMaster):
         self._note_guess(guess, pattern)
         if pattern == rules.SOLVED:
             self.state.succeed()
-        elif not self._out_of_guesses():
-            self.set_context_for(
-                self.guesser,
-                self._template(
-                    "feedback",
-                    attempt=self.attempts,
-                    guess=guess,
-                    feedback=rules.describe_feedback(guess, pattern),
-                    guesses_left=self._guesses_left(),
-                ),
-            )
+        else:
+            self._continue_or_lose("feedback", guess, feedback=rules.describe_feedback(guess, pattern))
 
     def _on_game_error(self, error: GameError):
         self._note_guess(error.response, None)
-        if not self._out_of_guesses():
-            self.set_context_for(
-                self.guesser,
-                self._template(
-                    "invalid_guess",
-                    attempt=self.attempts,
-                    guess=error.response,
-                    guesses_left=self._guesses_left(),
-                ),
-            )
-
-    def _on_parse_error(self, error: ParseError):
-        self.log_to_self("invalid format", error.reason)
-        self.state.abort()
-
-    def _out_of_guesses(self) -> bool:
-        if self.attempts >= self.max_guesses:
-            self.state.failed()
-            return True
-        return False
-
-    def _guesses_left(self) -> str:
-        left = self.max_guesses - self.attempts
-        return f"You have {left} guess{'es' if left != 1 else ''} left."
+        self._continue_or_lose("invalid_guess", error.response)
 
     def _note_guess(self, guess: str, pattern: str | None):
-        note = {"attempt": self.attempts, "guess": guess, "feedback": pattern, "valid": pattern is not None}
+        note = {
+            "attempt": len(self.guesses) + 1,
+            "guess": guess,
+            "feedback": pattern,
+            "valid": pattern is not None,
+        }
         self.guesses.append(note)
         self.log_to_self("guess", note)
 
-    def _on_after_game(self):
-        self.log_key("target_word", self.target_word)
-        self.log_key("guesses", self.guesses)
-        log_outcome(self)
+    def _continue_or_lose(self, template_name: str, guess: str, **values):
+        """Lose when the guesses are used up, else answer the guess with the named prompt."""
+        left = self.max_guesses - len(self.guesses)
+        if left <= 0:
+            self.state.failed()
+            return
+        guesses_left = f"You have {left} guess{'es' if left != 1 else ''} left."
+        self.set_context_for(
+            self.guesser,
+            self.template(
+                template_name, attempt=len(self.guesses), guess=guess, guesses_left=guesses_left, **values
+            ),
+        )
+
+    def episode_facts(self) -> dict:
+        return {"target_word": self.target_word, "guesses": self.guesses}
 
 
-class WordleScorer(GameScorer):
+class WordleScorer(OutcomeScorer):
     """Per round: the guess's validity and letter counts; per episode: the speed-weighted Main Score."""
+
+    episode_score_names = (BENCH_SCORE, "Guesses Used", "Invalid Guesses")
 
     def compute_round_score(self, round_idx, round_events: list[dict]) -> None:
         for note in gm_notes(round_events, "guess"):
@@ -156,19 +129,15 @@ class WordleScorer(GameScorer):
             self.log_round_score(round_idx, "Green Letters", pattern.count(rules.GREEN))
             self.log_round_score(round_idx, "Yellow Letters", pattern.count(rules.YELLOW))
 
-    def compute_episode_scores(self, interactions: dict) -> None:
-        guesses = interactions.get("guesses", [])
-        if interactions[METRIC_ABORTED]:
-            for name in (BENCH_SCORE, "Guesses Used", "Invalid Guesses"):
-                self.log_episode_score(name, math.nan)
-            return
+    def episode_scores(self, interactions: dict) -> dict[str, float]:
+        guesses = interactions["guesses"]
         max_guesses = int(self.game_instance["max_guesses"])
-        main_score = (
-            100 * (max_guesses + 1 - len(guesses)) / max_guesses if interactions[METRIC_SUCCESS] else 0
-        )
-        self.log_episode_score(BENCH_SCORE, main_score)
-        self.log_episode_score("Guesses Used", len(guesses))
-        self.log_episode_score("Invalid Guesses", sum(1 for g in guesses if not g["valid"]))
+        speed = 100 * (max_guesses + 1 - len(guesses)) / max_guesses
+        return {
+            BENCH_SCORE: speed if interactions[METRIC_SUCCESS] else 0,
+            "Guesses Used": len(guesses),
+            "Invalid Guesses": sum(1 for g in guesses if not g["valid"]),
+        }
 
 
 class WordleBenchmark(GameBenchmark):

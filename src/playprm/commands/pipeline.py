@@ -1,0 +1,121 @@
+"""``playprm pipeline``: the whole model-card pipeline as one job.
+
+``--preset tiny`` runs it on CPU in minutes: make-tiny -> collect -> sft-data -> train-sft -> prm-data ->
+train-prm -> eval (greedy, best-of-n, beam-search) -> report --compare. A random-weight tiny model never wins a
+game, so its rollouts are collected with the scripted random-valid-move policy (labelled so in the results);
+the numbers show that every stage runs and connects, not that anything was learned.
+``--preset qwen3.5-27b`` writes the same pipeline for real hardware as a runnable plan (commands, recipes and
+SLURM scripts with the model card's settings) instead of running it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import time
+from pathlib import Path
+
+from playprm.errors import UsageError
+
+TINY_GAMES = ["--game-all", "--limit", "2"]
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("pipeline", help="run (tiny) or write (qwen3.5-27b) the whole pipeline")
+    parser.add_argument("--preset", choices=["tiny", "qwen3.5-27b"], default="tiny")
+    parser.add_argument("--workdir", type=Path, default=Path("workdir"), help="where every stage writes")
+    parser.set_defaults(func=run)
+
+
+# a stage whose output marker exists is skipped on a rerun (collect and eval resume on their own)
+DONE_MARKERS = {
+    "make-tiny": "tiny/prm/prm_config.json",
+    "sft-data": "sft-data/README.md",
+    "train-sft": "sft-policy/model_registry.json",
+    "prm-data": "prm-data/README.md",
+    "train-prm": "prm/prm_config.json",
+}
+
+
+def tiny_steps() -> list[tuple[str, list[str]]]:
+    """(stage, argv) for the CPU pipeline; paths are relative to the work directory."""
+    return [
+        ("make-tiny", ["make-tiny", "--out", "tiny"]),
+        ("collect", ["collect", "--policy-model", "scripted:random-valid", *TINY_GAMES, "--samples-per-instance",
+                     "4", "--branch-factor", "2", "--branch-depth", "1", "--temperature", "1.0",
+                     "--results-dir", "rollouts"]),
+        ("sft-data", ["sft-data", "--results-dir", "rollouts", "--out", "sft-data", "--tokenizer", "tiny/policy",
+                      "--max-length", "1024"]),
+        ("train-sft", ["train-sft", "--model", "tiny/policy", "--data", "sft-data", "--output-dir", "sft-policy",
+                       "--max-steps", "8", "--per-device-train-batch-size", "4", "--learning-rate", "1e-3",
+                       "--model-name", "tiny-sft"]),
+        ("prm-data", ["prm-data", "--results-dir", "rollouts", "--labels", "both", "--out", "prm-data"]),
+        ("train-prm", ["train-prm", "--model", "tiny/policy", "--data", "prm-data", "--output-dir", "prm",
+                       "--max-steps", "8", "--per-device-train-batch-size", "4", "--learning-rate", "1e-3"]),
+        ("eval greedy", ["eval", "--policy-model", "tiny-sft", "--mode", "greedy", *TINY_GAMES,
+                         "--max-tokens", "24", "--results-dir", "results"]),
+        ("eval best-of-n", ["eval", "--policy-model", "tiny-sft", "--mode", "best-of-n", "--n-candidates", "4",
+                            "--prm-path", "prm", *TINY_GAMES, "--max-tokens", "24", "--results-dir", "results"]),
+        ("eval beam-search", ["eval", "--policy-model", "tiny-sft", "--mode", "beam-search", "--n-candidates",
+                              "4", "--beam-width", "2", "--num-beam-iterations", "3", "--prm-path", "prm",
+                              *TINY_GAMES, "--max-tokens", "24", "--results-dir", "results"]),
+        ("report", ["report", "--compare", "results", "--out", "report"]),
+    ]
+
+
+def run(args) -> int:
+    if args.workdir.exists() and not args.workdir.is_dir():
+        raise UsageError(f"--workdir {args.workdir} exists and is not a directory")
+    if args.preset == "qwen3.5-27b":
+        from playprm.plan import write_plan
+
+        path = write_plan(args.workdir)
+        print(f"wrote the qwen3.5-27b plan to {path}; start with: bash {path / 'run_all.sh'}")
+        return 0
+    return run_tiny(args.workdir)
+
+
+def run_tiny(workdir: Path) -> int:
+    from playprm.cli import main
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    home = Path.cwd()
+    os.chdir(workdir)  # registry files (model_registry.json written by train-sft) are read from here
+    timings = []
+    try:
+        for stage, argv in tiny_steps():
+            marker = DONE_MARKERS.get(stage)
+            if marker and Path(marker).exists():
+                print(f"\n== {stage}: done earlier ({marker} exists), skipped", flush=True)
+                continue
+            print(f"\n== {stage}: playprm {shlex.join(argv)}", flush=True)
+            start = time.perf_counter()
+            code = main(argv)
+            timings.append((stage, time.perf_counter() - start))
+            if code:
+                print(f"pipeline stopped: stage '{stage}' failed (exit {code}); rerun the same command "
+                      f"after fixing it: finished stages are skipped, collect and eval resume")
+                return code
+            if stage == "train-sft":
+                _register_trained_policy(Path("sft-policy"))
+    finally:
+        os.chdir(home)
+    print("\n== stage times")
+    for stage, seconds in timings:
+        print(f"  {stage:<18} {seconds:7.1f}s")
+    print(f"  {'total':<18} {sum(s for _, s in timings):7.1f}s")
+    print(f"\ncomparison: {workdir / 'report'}  (results.md, compute.png)")
+    return 0
+
+
+def _register_trained_policy(output_dir: Path) -> None:
+    """Copy the entry train-sft wrote into the work directory's model_registry.json (clemcore reads cwd)."""
+    from playprm import atomic
+
+    written = json.loads((output_dir / "model_registry.json").read_text(encoding="utf-8"))
+    written = written if isinstance(written, list) else [written]
+    target = Path("model_registry.json")
+    entries = json.loads(target.read_text(encoding="utf-8")) if target.exists() else []
+    names = {e["model_name"] for e in written}
+    atomic.write_json(target, [e for e in entries if e.get("model_name") not in names] + written)

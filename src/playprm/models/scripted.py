@@ -1,0 +1,104 @@
+"""Scripted players behind the Policy and PRM-scorer interfaces, for tests and the tiny pipeline.
+
+``RandomValidPolicy`` samples random *valid* moves of the built-in games (a wordle guess consistent with all
+feedback so far, a random answer in the reference game, a random card word in taboo). A random-weight tiny
+model never wins a game, so the tiny pipeline collects its rollouts with this policy to have winning
+trajectories to learn from; the README says so. ``WordleOracleScorer`` is a PRM that knows the target word.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from functools import lru_cache
+from pathlib import Path
+
+from playprm.models.base import Candidate, PolicySpec
+from playprm.prm.scorer import ScoreStats
+
+_BUILTIN = Path(__file__).resolve().parents[1] / "games" / "builtin"
+
+
+@lru_cache(maxsize=1)
+def _taboo_words() -> list[str]:
+    cards = json.loads((_BUILTIN / "taboo" / "resources" / "cards.json").read_text(encoding="utf-8"))
+    return sorted({card["target"] for key, group in cards.items() if not key.startswith("_") for card in group})
+
+
+def wordle_history(context: list[dict]) -> list[tuple[str, str]]:
+    """(guess, G/Y/R pattern) pairs from the game master's feedback messages."""
+    from playprm.games.builtin.wordle.master import _COLOUR_MARKS, _FEEDBACK_LINE
+
+    history = []
+    for message in context:
+        if message["role"] != "user":
+            continue
+        for guess, described in _FEEDBACK_LINE.findall(message["content"]):
+            history.append((guess, "".join(_COLOUR_MARKS[p.split("=")[1]] for p in described.split())))
+    return history
+
+
+def random_valid_move(context: list[dict], rng: random.Random) -> str:
+    """A legal reply for whichever built-in game and role the context belongs to."""
+    first = context[0]["content"]
+    if "Let's play Wordle" in first:
+        from playprm.games.builtin.wordle import rules
+
+        options = rules.consistent_words(wordle_history(context)) or rules.valid_words()
+        return f"GUESS: {rng.choice(options)}\nEXPLANATION: consistent with the feedback so far."
+    if "reference game" in first:
+        if "Tell which of your grids" in first:
+            return f"ANSWER: {rng.choice(['first', 'second', 'third'])}"
+        return "EXPRESSION: the grid with the most filled cells"
+    if "Let's play Taboo" in first:
+        if "The secret word is" in first:
+            return "CLUE: something you can find around you"
+        return f"GUESS: {rng.choice(_taboo_words())}"
+    return "I do not know this game."
+
+
+class RandomValidPolicy:
+    """Samples random valid moves; ``temperature == 0`` plays the first valid move deterministically."""
+
+    def __init__(self, name: str = "random-valid"):
+        self.spec = PolicySpec(name=name, backend="scripted", model_id="scripted:random-valid")
+
+    def generate(self, contexts, *, n=1, temperature=0.0, max_tokens=256, seed=None):
+        rng = random.Random(seed)
+        out = []
+        for context in contexts:
+            if temperature <= 0:
+                move = random_valid_move(context, random.Random(0))
+                out.append([Candidate(text=move, num_tokens=len(move.split()), logprob=0.0)] * n)
+            else:
+                moves = [random_valid_move(context, rng) for _ in range(n)]
+                out.append([Candidate(text=m, num_tokens=len(m.split()), logprob=0.0) for m in moves])
+        return out
+
+
+class WordleOracleScorer:
+    """A PRM that knows the answer: 1 for the target, otherwise the share of green (and half of yellow) letters."""
+
+    def __init__(self, target: str):
+        self.target = target.lower()
+        self.stats = ScoreStats()
+
+    def score(self, contexts, candidates):
+        from playprm.games.builtin.protocol import parse_tagged
+        from playprm.games.builtin.wordle import rules
+
+        scores = []
+        for group in candidates:
+            row = []
+            for text in group:
+                try:
+                    guess = parse_tagged(text, "GUESS").strip().lower()
+                    pattern = rules.feedback(guess, self.target)
+                except Exception:
+                    row.append(0.0)
+                    continue
+                row.append(1.0 if guess == self.target else
+                           (pattern.count(rules.GREEN) + 0.5 * pattern.count(rules.YELLOW)) / 10)
+            scores.append(row)
+            self.stats.calls += 1
+        return scores

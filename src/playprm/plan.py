@@ -1,0 +1,67 @@
+"""The real-hardware pipeline as a runnable plan (``playprm pipeline --preset qwen3.5-27b``).
+
+Nothing runs here: the plan is a folder with ``run_all.sh`` (the same stages as the tiny pipeline, with the model
+card's settings and SLURM submission where a stage needs GPUs), plus the repository's recipes and sbatch
+templates when they are available (an editable install or a checkout).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from playprm import atomic
+
+REPO = Path(__file__).resolve().parents[2]
+
+RUN_ALL = """#!/usr/bin/env bash
+# The model card's pipeline for Qwen/Qwen3.5-27B, written by `playprm pipeline --preset qwen3.5-27b`.
+# Stages are the tiny pipeline's; run them one by one, or submit the sbatch files under slurm/.
+set -euo pipefail
+cd "$(dirname "$0")"
+BASE=${BASE:-Qwen/Qwen3.5-27B}
+N_SHARDS=${N_SHARDS:-8}
+
+# 1. rollouts of the base model on all games (vLLM on one GPU node; resumable)
+cat > model_registry.json <<JSON
+[{"model_name": "qwen3.5-27b-base", "backend": "playprm", "huggingface_id": "$BASE",
+  "model_config": {"engine": "vllm", "chat_template_kwargs": {"enable_thinking": false}}}]
+JSON
+playprm collect --policy-model qwen3.5-27b-base --game-all --samples-per-instance 4 --temperature 1.0 \\
+  --branch-factor 2 --branch-at policy-turns --branch-depth 2 --max-tokens 2048 --results-dir rollouts
+
+# 2. positive-only SFT data and turn-level PRM labels
+playprm sft-data --results-dir rollouts --out sft-data --tokenizer "$BASE" --max-length 1024
+playprm prm-data --results-dir rollouts --labels both --out prm-data
+
+# 3. QLoRA SFT and PRM training (4 GPUs each; see slurm/)
+sbatch --wait slurm/sft.sbatch
+sbatch --wait slurm/prm.sbatch
+
+# 4. evaluation: greedy, best-of-4, beam search, as SLURM array shards; 5. report
+sbatch --wait --array=0-$((N_SHARDS - 1)) slurm/eval_array.sbatch
+playprm report --compare results/* --out report
+"""
+
+SETTINGS = """# Model card settings used by this plan
+
+| stage | setting |
+| --- | --- |
+| SFT | QLoRA r=16, alpha=32, dropout 0.05, all linear layers; 4-bit NF4 + double quant, bf16 compute; lr 2e-4 cosine; 1 epoch, early stopping; per-device batch 4, effective 128; max length 1024; paged_adamw_8bit |
+| PRM | same backbone and QLoRA; scalar head at each reply's end-of-turn token; BCE on soft labels |
+| inference | best-of-4 at temperature 0.7, max 2048 tokens; beam search with 20 iterations |
+| chat template | the model's own, enable_thinking=false |
+"""
+
+
+def write_plan(workdir: Path) -> Path:
+    plan = workdir / "qwen3.5-27b-plan"
+    plan.mkdir(parents=True, exist_ok=True)
+    script = atomic.write_text(plan / "run_all.sh", RUN_ALL)
+    script.chmod(0o755)
+    atomic.write_text(plan / "SETTINGS.md", SETTINGS)
+    for name in ("recipes", "slurm"):
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, plan / name, dirs_exist_ok=True)
+    return plan

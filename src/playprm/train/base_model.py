@@ -1,0 +1,78 @@
+"""The base model a trainer starts from: ``--model`` resolved (a local folder, a model_registry.json name or a hub
+id) and loaded as the run's config asks (4-bit NF4 on CUDA, unquantized otherwise)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from playprm.errors import UsageError
+
+
+@dataclass
+class BaseModel:
+    """Where the base weights come from and how the model's registry entry asks to format chats."""
+
+    model_id: str  # absolute path of a local folder, or a hub id
+    chat_template_kwargs: dict = field(default_factory=dict)
+    trust_remote_code: bool = False
+
+
+def resolve_base_model(selector: str) -> BaseModel:
+    """``--model``: a Hugging Face model folder, a model name of ``model_registry.json`` / clemcore's registry,
+    or a hub id (``Qwen/Qwen3.5-27B``). Problems are one-line UsageErrors; nothing is downloaded here."""
+    from playprm.models.registry import resolve_policy
+    from playprm.prm.model import PRM_CONFIG
+
+    path = Path(selector).expanduser()
+    if path.exists() or selector.startswith((".", "/", "~")):
+        if not path.is_dir():
+            raise UsageError(f"--model {selector} does not exist; give a Hugging Face model folder, a model name "
+                             "from model_registry.json or a hub id such as Qwen/Qwen3.5-27B")
+        if (path / PRM_CONFIG).is_file():
+            raise UsageError(f"--model {selector} is a playprm PRM folder; train from its base model "
+                             f"(for a tiny PRM: {path / 'backbone'})")
+        if not (path / "config.json").is_file():
+            what = "a PEFT adapter" if (path / "adapter_config.json").is_file() else "no model"
+            raise UsageError(f"--model {selector} holds {what} (no config.json); give the base model's folder")
+        return BaseModel(str(path.resolve()))
+    try:
+        spec = resolve_policy(selector)
+    except UsageError as error:
+        raise UsageError(str(error).replace("--policy-model", "--model", 1)) from None
+    if spec.backend == "openai":
+        raise UsageError(f"--model {selector} is served through an API ({spec.lookup_source}); training needs "
+                         "the weights: give a Hugging Face model folder or hub id")
+    if spec.peft_model:
+        raise UsageError(f"--model {selector} is an adapter over {spec.model_id} ({spec.lookup_source}); "
+                         f"train from the base model {spec.model_id}")
+    return BaseModel(spec.model_id, dict(spec.chat_template_kwargs), spec.trust_remote_code)
+
+
+def model_dtype(config):
+    """bf16 for CUDA runs (and the compute dtype of 4-bit weights), float32 on CPU."""
+    import torch
+
+    return torch.bfloat16 if config.bf16 or config.load_in_4bit else torch.float32
+
+
+def shards_parameters(config) -> bool:
+    """Whether DeepSpeed or FSDP (set by ``accelerate launch`` or the config) place the weights themselves."""
+    kind = str(config.distributed_state.distributed_type)
+    return bool(config.deepspeed or config.fsdp) or "DEEPSPEED" in kind or "FSDP" in kind
+
+
+def load_base_model(model_class, base: BaseModel, config):
+    """``model_class.from_pretrained`` as the config asks: 4-bit NF4 on this process's GPU, or unquantized in the
+    run's dtype. Under DeepSpeed / FSDP no device map is given, so the launcher can shard the weights."""
+    kwargs: dict[str, Any] = {"dtype": model_dtype(config), "trust_remote_code": base.trust_remote_code}
+    if config.load_in_4bit:
+        from playprm.models.hf import bnb_4bit_config
+
+        kwargs["quantization_config"] = bnb_4bit_config()
+        if not shards_parameters(config):
+            # each DDP process holds a whole quantized copy on its own GPU
+            kwargs["device_map"] = {"": int(os.environ.get("LOCAL_RANK", "0"))}
+    return model_class.from_pretrained(base.model_id, **kwargs)

@@ -1,0 +1,66 @@
+"""The configuration of ``train-prm``: ``TrainingArguments`` with the QLoRA fields and the PRM's own."""
+
+from dataclasses import dataclass
+
+from transformers import TrainingArguments
+
+from playprm.train.qlora import QLoRAArguments, resolve_device_defaults
+
+LOSSES = ("bce", "bt", "both")
+
+
+@dataclass
+class PRMTrainingConfig(TrainingArguments, QLoRAArguments):
+    """Every ``TrainingArguments`` field, plus ``QLoRAArguments`` and:
+
+    Parameters:
+        loss: ``bce`` (binary cross-entropy on the soft turn labels of train.jsonl), ``bt`` (Bradley-Terry on
+            pairs.jsonl: -log sigmoid(score(chosen) - score(rejected))) or ``both`` (their sum, BT weighted by
+            ``bt_weight``).
+        bt_weight: weight of the Bradley-Terry term with ``loss: both``.
+        max_length: longest sequence in tokens; records whose context and reply do not fit are skipped (and
+            counted), never cut, since the score is read at the reply's last token.
+
+    Defaults follow the SFT run of the model card (lr 2e-4 cosine, 3% warmup, one epoch, 4 sequences per device,
+    effective batch 128, QLoRA r=16/alpha=32 on all linear layers; the scalar head is trained in full), with
+    early stopping on the validation loss (on validation AUROC with ``loss: bt``, whose scores are only
+    meaningful as differences).
+    """
+
+    loss: str = "bce"
+    bt_weight: float = 1.0
+    max_length: int = 1024
+    learning_rate: float = 2e-4
+    lr_scheduler_type: str = "cosine"
+    warmup_steps: float = 0.03
+    num_train_epochs: float = 1.0
+    per_device_train_batch_size: int = 4
+    per_device_eval_batch_size: int = 4
+    gradient_accumulation_steps: int | None = None
+    optim: str | None = None
+    bf16: bool | None = None
+    activation_checkpointing: bool | None = True
+    gradient_checkpointing: bool | None = None
+    logging_steps: float = 10
+    eval_strategy: str = "steps"
+    eval_steps: float | None = 0.1
+    save_strategy: str = "steps"
+    save_steps: float = 0.1
+    save_total_limit: int | None = 2
+    load_best_model_at_end: bool = True
+    metric_for_best_model: str | None = None
+    greater_is_better: bool | None = None
+    remove_unused_columns: bool = False
+    report_to: str | list[str] | None = "none"
+
+    def __post_init__(self):
+        if self.loss not in LOSSES:
+            raise ValueError(f"--loss must be one of {', '.join(LOSSES)}, not {self.loss!r}")
+        if self.bt_weight < 0:
+            raise ValueError(f"--bt-weight must be >= 0, not {self.bt_weight}")
+        if self.max_length < 2:
+            raise ValueError(f"--max-length must be at least 2 tokens, not {self.max_length}")
+        if self.metric_for_best_model is None:
+            self.metric_for_best_model = "eval_auroc" if self.loss == "bt" else "eval_loss"
+        resolve_device_defaults(self)
+        super().__post_init__()

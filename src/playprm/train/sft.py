@@ -1,0 +1,206 @@
+"""Supervised fine-tuning of the policy on winning game dialogues (QLoRA on TRL's ``SFTTrainer``).
+
+Tokenisation is turn by turn with ``playprm.chat`` — the functions inference uses — so each assistant reply is
+trained on exactly the tokens the policy sees and produces when it plays: the context ``prompt_ids(messages[:j])``
+(the model's own chat template with ``chat_template_kwargs`` and the generation prompt), then
+``response_ids(reply)`` (the reply and its end-of-turn token). The loss covers every assistant reply and its
+end-of-turn token, nothing else (labels are -100 elsewhere).
+
+A conversation is one sequence as long as each turn's context extends the previous tokens exactly. Templates
+that re-render earlier turns differently from how they were generated (Qwen3's ``enable_thinking=False`` puts an
+empty think block into the generation prompt but leaves it out of the history) break that; the conversation then
+continues in a new sequence that starts from the full context of the turn, so every reply is still trained on its
+true context, at the cost of re-encoding the history.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from playprm import chat
+from playprm.train.base_model import BaseModel
+from playprm.train.dataset_files import read_splits, sft_record_problem
+from playprm.train.run_dir import METRICS_FILE, check_batch_fits, checkpoint_to_resume
+
+logger = logging.getLogger(__name__)
+
+IGNORE = -100  # label of tokens outside assistant replies
+REGISTRY_FILE = "model_registry.json"
+
+
+def conversation_sequences(tokenizer, messages: list[dict], chat_template_kwargs: dict | None = None) -> list[dict]:
+    """Training sequences ``{"input_ids", "labels"}`` of one conversation, tokenised turn by turn.
+
+    ``labels`` equal ``input_ids`` on the tokens of every assistant reply (end-of-turn token included) and are
+    ``IGNORE`` elsewhere. Usually one sequence; more where the template re-renders earlier turns (see module doc).
+    """
+    sequences: list[dict] = []
+    input_ids: list[int] = []
+    labels: list[int] = []
+    for index, message in enumerate(messages):
+        if message["role"] != "assistant":
+            continue
+        context = chat.prompt_ids(tokenizer, messages[:index], chat_template_kwargs)
+        if context[: len(input_ids)] != input_ids:
+            sequences.append({"input_ids": input_ids, "labels": labels})
+            input_ids, labels = [], []
+        reply = chat.response_ids(tokenizer, message["content"])
+        labels = labels + [IGNORE] * (len(context) - len(input_ids)) + reply
+        input_ids = context + reply
+    sequences.append({"input_ids": input_ids, "labels": labels})
+    return sequences
+
+
+@dataclass
+class TokenizedSplit:
+    """The sequences of one split and how the conversations became them."""
+
+    sequences: list[dict] = field(default_factory=list)
+    conversations: int = 0
+    too_long: int = 0  # sequences longer than max_length, truncated at the end by the trainer
+
+    def describe(self, name: str, max_length: int | None) -> str:
+        extra = len(self.sequences) - self.conversations
+        text = f"{name}: {self.conversations} conversations -> {len(self.sequences)} sequences"
+        if extra:
+            text += f" ({extra} extra: the chat template re-renders earlier turns)"
+        if self.too_long:
+            text += f", {self.too_long} longer than max_length={max_length} (their last tokens are cut)"
+        return text
+
+
+def tokenize_split(tokenizer, records: list[dict], chat_template_kwargs: dict | None,
+                   max_length: int | None) -> TokenizedSplit:
+    """All conversations of a split as training sequences (``conversation_sequences`` of each record)."""
+    split = TokenizedSplit(conversations=len(records))
+    for record in records:
+        for sequence in conversation_sequences(tokenizer, record["messages"], chat_template_kwargs):
+            split.sequences.append(sequence)
+            split.too_long += bool(max_length and len(sequence["input_ids"]) > max_length)
+    return split
+
+
+def load_tokenizer(base: BaseModel):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(base.model_id, trust_remote_code=base.trust_remote_code)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def assistant_token_metrics(trainer) -> dict:
+    """Validation loss and next-token accuracy, each a mean over all assistant tokens (not over batches).
+
+    Runs the model's fused LM head (installed by ``SFTTrainer``), which scores only labelled positions, so the
+    full vocabulary logits of a long batch are never built.
+    """
+    import torch
+
+    model = trainer.model
+    model.eval()
+    totals = torch.zeros(3, dtype=torch.float64)
+    with torch.no_grad():
+        for batch in trainer.get_eval_dataloader():
+            batch = {key: value.to(trainer.args.device) for key, value in batch.items() if torch.is_tensor(value)}
+            with trainer.compute_loss_context_manager():
+                outputs = model(**batch, fused_lm_head=True, use_cache=False)
+            per_sequence = torch.stack([
+                -outputs.log_probs.float().sum(dim=1),
+                outputs.is_top1.float().sum(dim=1),
+                outputs.label_mask.float().sum(dim=1),
+            ], dim=1)
+            totals += trainer.accelerator.gather_for_metrics(per_sequence).sum(dim=0).double().cpu()
+    nll, correct, tokens = totals.tolist()
+    return {
+        "validation_loss": nll / tokens if tokens else None,
+        "validation_token_accuracy": correct / tokens if tokens else None,
+        "validation_tokens": int(tokens),
+    }
+
+
+def registry_entry(model_name: str, base_model_id: str, adapter_dir: Path, *, load_in_4bit: bool,
+                   chat_template_kwargs: dict) -> dict:
+    """The clemcore ``model_registry.json`` entry of a trained adapter (``huggingface_local`` backend)."""
+    return {
+        "model_name": model_name,
+        "backend": "huggingface_local",
+        "huggingface_id": base_model_id,
+        "model_config": {
+            "premade_chat_template": True,
+            "load_in_4bit": bool(load_in_4bit),
+            "chat_template_kwargs": dict(chat_template_kwargs),
+            "peft_model": str(Path(adapter_dir).resolve()),
+        },
+    }
+
+
+def train_sft(config, base: BaseModel, data_dir: Path, *, resume: bool = False, callbacks=(),
+              announce=print) -> dict:
+    """Train a LoRA adapter for ``base`` on the SFT dataset in ``data_dir``; returns the metrics written.
+
+    ``config`` is an ``SFTTrainingConfig`` (its ``output_dir`` receives checkpoints, the adapter, the tokenizer,
+    ``model_registry.json`` and ``metrics.json``); ``resume`` continues from the last checkpoint there with the
+    same data order. ``callbacks`` are extra ``TrainerCallback`` objects. Input problems raise UsageError before
+    the model loads.
+    """
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, EarlyStoppingCallback
+    from trl import SFTTrainer
+
+    from playprm.atomic import write_json
+    from playprm.train.base_model import load_base_model
+    from playprm.train.qlora import lora_config
+
+    output_dir = Path(config.output_dir)
+    splits = read_splits(Path(data_dir), sft_record_problem, "sft-data")
+    checkpoint = checkpoint_to_resume(output_dir, resume)
+    tokenizer = load_tokenizer(base)
+    template_kwargs = base.chat_template_kwargs if config.chat_template_kwargs is None else config.chat_template_kwargs
+    train = tokenize_split(tokenizer, splits["train"], template_kwargs, config.max_length)
+    validation = tokenize_split(tokenizer, splits["validation"], template_kwargs, config.max_length)
+    check_batch_fits(config, len(train.sequences), "sequences")
+    main_process = config.process_index == 0
+    if main_process:
+        announce(f"{train.describe('train', config.max_length)}; "
+                 f"{validation.describe('validation', config.max_length)}")
+
+    model = load_base_model(AutoModelForCausalLM, base, config)
+    extra_callbacks = list(callbacks)
+    if config.early_stopping_patience:
+        extra_callbacks.append(EarlyStoppingCallback(early_stopping_patience=config.early_stopping_patience))
+    trainer = SFTTrainer(
+        model=model,
+        args=config,
+        train_dataset=Dataset.from_list(train.sequences),
+        eval_dataset=Dataset.from_list(validation.sequences),
+        processing_class=tokenizer,
+        peft_config=lora_config(config, "CAUSAL_LM"),
+        callbacks=extra_callbacks,
+    )
+    result = trainer.train(resume_from_checkpoint=checkpoint)
+    metrics = {
+        **assistant_token_metrics(trainer),
+        "train_loss": result.training_loss,
+        "global_step": trainer.state.global_step,
+        "train_runtime_s": result.metrics.get("train_runtime"),
+        "train_steps_per_second": result.metrics.get("train_steps_per_second"),
+        "best_checkpoint": trainer.state.best_model_checkpoint,
+        "best_metric": trainer.state.best_metric,
+        "train_sequences": len(train.sequences),
+        "validation_sequences": len(validation.sequences),
+        "load_in_4bit": bool(config.load_in_4bit),
+        "optim": str(getattr(config.optim, "value", config.optim)),
+        "gradient_accumulation_steps": config.gradient_accumulation_steps,
+        "world_size": config.world_size,
+    }
+    trainer.save_model(str(output_dir))  # every process joins: DeepSpeed gathers the adapter here
+    if main_process:
+        name = config.model_name or output_dir.resolve().name
+        entry = registry_entry(name, base.model_id, output_dir, load_in_4bit=bool(config.load_in_4bit),
+                               chat_template_kwargs=template_kwargs)
+        write_json(output_dir / REGISTRY_FILE, [entry])
+        write_json(output_dir / METRICS_FILE, metrics)
+    return metrics
