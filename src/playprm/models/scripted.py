@@ -38,23 +38,28 @@ def wordle_history(context: list[dict]) -> list[tuple[str, str]]:
     return history
 
 
-def random_valid_move(context: list[dict], rng: random.Random) -> str:
-    """A legal reply for whichever built-in game and role the context belongs to."""
+@lru_cache(maxsize=4096)
+def _wordle_options(history: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
+    from playprm.games.builtin.wordle import rules
+
+    return tuple(rules.consistent_words(history) or rules.valid_words())
+
+
+def valid_moves(context: list[dict]) -> list[str]:
+    """The legal replies (a sample of them where there are many) for the game and role of this context."""
     first = context[0]["content"]
     if "Let's play Wordle" in first:
-        from playprm.games.builtin.wordle import rules
-
-        options = rules.consistent_words(wordle_history(context)) or rules.valid_words()
-        return f"GUESS: {rng.choice(options)}\nEXPLANATION: consistent with the feedback so far."
+        return [f"GUESS: {w}\nEXPLANATION: consistent with the feedback so far."
+                for w in _wordle_options(tuple(wordle_history(context)))]
     if "reference game" in first:
         if "Tell which of your grids" in first:
-            return f"ANSWER: {rng.choice(['first', 'second', 'third'])}"
-        return "EXPRESSION: the grid with the most filled cells"
+            return [f"ANSWER: {label}" for label in ("first", "second", "third")]
+        return ["EXPRESSION: the grid with the most filled cells"]
     if "Let's play Taboo" in first:
         if "The secret word is" in first:
-            return "CLUE: something you can find around you"
-        return f"GUESS: {rng.choice(_taboo_words())}"
-    return "I do not know this game."
+            return ["CLUE: something you can find around you"]
+        return [f"GUESS: {w}" for w in _taboo_words()]
+    return ["I do not know this game."]
 
 
 class RandomValidPolicy:
@@ -67,12 +72,9 @@ class RandomValidPolicy:
         rng = random.Random(seed)
         out = []
         for context in contexts:
-            if temperature <= 0:
-                move = random_valid_move(context, random.Random(0))
-                out.append([Candidate(text=move, num_tokens=len(move.split()), logprob=0.0)] * n)
-            else:
-                moves = [random_valid_move(context, rng) for _ in range(n)]
-                out.append([Candidate(text=m, num_tokens=len(m.split()), logprob=0.0) for m in moves])
+            options = valid_moves(context)
+            moves = [options[0]] * n if temperature <= 0 else [rng.choice(options) for _ in range(n)]
+            out.append([Candidate(text=m, num_tokens=len(m.split()), logprob=0.0) for m in moves])
         return out
 
 

@@ -65,7 +65,7 @@ def messages_problem(messages, last_role: str) -> str | None:
 
 
 def _a(word: str) -> str:
-    return "an" if word[0] in "aeiou" else "a"
+    return "an" if word in ("assistant",) else "a"  # the roles: system, user, assistant
 
 
 def sft_record_problem(record: dict) -> str | None:

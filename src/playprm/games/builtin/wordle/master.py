@@ -19,8 +19,6 @@ Guess`` (0/1), ``Green Letters`` and ``Yellow Letters``.
 
 from __future__ import annotations
 
-import re
-
 from clemcore.backends import Model
 from clemcore.clemgame import GameBenchmark, GameError, ParseError, Player, RuleViolationError
 from clemcore.clemgame.metrics import BENCH_SCORE, METRIC_SUCCESS
@@ -29,9 +27,9 @@ from playprm.games.builtin.episode import OutcomeScorer, PromptedGameMaster, gm_
 from playprm.games.builtin.protocol import clean_word, parse_tagged
 from playprm.games.builtin.wordle import rules
 
-# what the programmatic guesser reads back from the GM's feedback message (see resources/feedback.template)
-_FEEDBACK_LINE = re.compile(r"Feedback on guess \d+ \(([a-z]+)\): ((?:[a-z]=(?:green|yellow|red) ?){5})")
-_COLOUR_MARKS = {name: mark for mark, name in rules.COLOUR_NAMES.items()}
+# kept for callers that read feedback through this module; rules.read_feedback is the public way
+_FEEDBACK_LINE = rules.FEEDBACK_LINE
+_COLOUR_MARKS = rules.COLOUR_MARKS
 
 
 class WordleGuesser(Player):
@@ -43,10 +41,8 @@ class WordleGuesser(Player):
         self._candidates = rules.valid_words()
 
     def _custom_response(self, context: dict) -> str:
-        for guess, described in _FEEDBACK_LINE.findall(context["content"]):
-            marks = "".join(_COLOUR_MARKS[part.split("=")[1]] for part in described.split())
-            # filtering the survivors by the newest feedback only keeps each move cheap
-            self._candidates = rules.consistent_words([(guess, marks)], self._candidates)
+        # filtering the survivors by the newest feedback only keeps each move cheap
+        self._candidates = rules.consistent_words(rules.read_feedback(context["content"]), self._candidates)
         guess = self._candidates[0] if self._candidates else rules.valid_words()[0]
         return f"GUESS: {guess}\nEXPLANATION: The first allowed word that fits all feedback so far."
 

@@ -15,6 +15,7 @@ consuming one unmatched occurrence of the letter in the target.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable
 from functools import lru_cache
@@ -23,6 +24,9 @@ from pathlib import Path
 WORD_LENGTH = 5
 GREEN, YELLOW, RED = "G", "Y", "R"
 COLOUR_NAMES = {GREEN: "green", YELLOW: "yellow", RED: "red"}
+COLOUR_MARKS = {name: mark for mark, name in COLOUR_NAMES.items()}
+# one line of the game master's feedback message (resources/feedback.template) as ``describe_feedback`` writes it
+FEEDBACK_LINE = re.compile(r"Feedback on guess \d+ \(([a-z]+)\): ((?:[a-z]=(?:green|yellow|red) ?){5})")
 SOLVED = GREEN * WORD_LENGTH
 
 _VALID_WORDS_FILE = Path(__file__).resolve().parent / "resources" / "valid_words.txt"
@@ -63,6 +67,14 @@ def describe_feedback(guess: str, pattern: str) -> str:
     return " ".join(
         f"{letter}={COLOUR_NAMES[mark]}" for letter, mark in zip(guess.lower(), pattern, strict=True)
     )
+
+
+def read_feedback(text: str) -> list[tuple[str, str]]:
+    """The ``(guess, pattern)`` pairs of the game master's feedback lines in ``text``, in order."""
+    return [
+        (guess, "".join(COLOUR_MARKS[part.split("=")[1]] for part in described.split()))
+        for guess, described in FEEDBACK_LINE.findall(text)
+    ]
 
 
 @lru_cache(maxsize=1)

@@ -1,0 +1,200 @@
+"""What the benchmarks run on: tiny local models, game prompts from the built-in games, a clemcore workspace.
+
+Everything is made locally (no download): ``make_tiny`` models, the first policy turn of built-in game
+episodes as contexts, and a workspace whose ``model_registry.json`` and ``game_registry.json`` let clemcore's
+own runner play the same model on the same games.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import random
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from playprm import atomic, chat
+from playprm.models.base import Candidate
+from playprm.models.tiny import TinySize
+
+GAMES = ["wordle", "taboo", "referencegame"]
+SMALL = TinySize(layers=4, hidden=256, heads=4, kv_heads=2)  # `make-tiny --layers 4 --hidden 256 --heads 4`
+TINY = TinySize()  # make-tiny's defaults: 2 layers, hidden 64
+
+
+@dataclass
+class ModelPair:
+    """A tiny policy and PRM written by ``make_tiny``."""
+
+    size: TinySize
+    policy: Path
+    prm: Path
+
+    @property
+    def label(self) -> str:
+        return f"{self.size.layers}-layer hidden-{self.size.hidden}"
+
+
+def tiny_pair(work: Path, size: TinySize) -> ModelPair:
+    """``make_tiny`` into ``work/tiny-<layers>x<hidden>``, reused when a previous run left the same size there."""
+    from playprm.models.tiny import make_tiny
+
+    out = Path(work) / f"tiny-{size.layers}x{size.hidden}"
+    marker = out / "policy" / "playprm_tiny.json"
+    ready = (out / "prm").is_dir() and marker.is_file() and json.loads(marker.read_text()) == size.__dict__
+    if not ready:
+        paths = make_tiny(out, size)
+        return ModelPair(size, paths["policy"], paths["prm"])
+    return ModelPair(size, out / "policy", out / "prm")
+
+
+def quiet() -> None:
+    """Keep the suite's output readable: no weight-loading bars, no per-game info lines from clemcore."""
+    import transformers
+
+    transformers.utils.logging.disable_progress_bar()
+    transformers.utils.logging.set_verbosity_error()
+    for name in ("clemcore.run", "clemcore.cli", "clemcore.backends", "clemcore.clemgame.envs"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
+def episode_tasks(run_dir: Path, limit: int, games: list[str] | None = None, samples: int = 1):
+    """Planned episodes (the runner's own ``plan``) of the built-in games, ``limit`` instances per experiment."""
+    from playprm import runner
+    from playprm.play import prepare_games
+
+    entries, instances = prepare_games(games or GAMES, False, None, limit)
+    benchmarks, _ = runner.load_benchmarks(entries)
+    folder = (lambda instance, sample: f"instance_{instance['game_id']:05d}_{sample}") if samples > 1 else None
+    return runner.plan(entries, instances, benchmarks, run_dir, samples=samples, folder=folder), benchmarks
+
+
+def game_contexts(count: int, limit: int = 2) -> list[list[dict]]:
+    """The first policy turn of built-in game episodes (``limit`` per experiment), cycled to ``count`` contexts."""
+    from playprm.episode import Episode
+
+    tasks, benchmarks = episode_tasks(Path("unused-run-dir"), limit)
+    try:
+        contexts = []
+        for task in tasks:
+            episode = Episode.start(task, "bench", "bench", {})
+            if episode.pending is not None:
+                contexts.append(episode.pending.context)
+    finally:
+        for benchmark in benchmarks.values():
+            benchmark.close()
+    return [contexts[i % len(contexts)] for i in range(count)]
+
+
+def long_context(tokenizer, target_tokens: int) -> list[dict]:
+    """A multi-turn game conversation of about ``target_tokens`` template tokens (game prompts and replies)."""
+    prompts = [c[-1]["content"] for c in game_contexts(6, limit=1)]
+    messages: list[dict] = []
+    turn = 0
+    while len(chat.prompt_ids(tokenizer, messages or [{"role": "user", "content": ""}])) < target_tokens:
+        messages.append({"role": "user", "content": prompts[turn % len(prompts)]})
+        messages.append({"role": "assistant", "content": f"GUESS: crane\nEXPLANATION: try {turn}"})
+        turn += 1
+    # end on a user turn and trim whole words until the context is close to the target
+    messages[-1] = {"role": "user", "content": messages[-2]["content"]}
+    words = messages[-1]["content"].split(" ")
+    while len(words) > 1 and len(chat.prompt_ids(tokenizer, messages)) > target_tokens:
+        words = words[: max(1, len(words) - 8)]
+        messages[-1] = {"role": "user", "content": " ".join(words)}
+    return messages
+
+
+def write_clem_workspace(directory: Path, name: str, policy_dir: Path, tokenizer) -> Path:
+    """A folder from which clemcore's runner finds the built-in games and ``name`` as a huggingface_local model.
+
+    The entry follows clemcore's packaged Qwen entries: ``eos_to_cull`` is required by its huggingface_local
+    backend (a missing one fails every reply with KeyError 'eos_to_cull'), padding on the left.
+    """
+    from playprm.games.registry import write_game_registry
+
+    directory.mkdir(parents=True, exist_ok=True)
+    write_game_registry(directory)
+    entry = {"model_name": name, "backend": "huggingface_local", "huggingface_id": str(Path(policy_dir).resolve()),
+             "model_config": {"premade_chat_template": True, "padding_side": "left",
+                              "eos_to_cull": re.escape(chat.end_of_turn_text(tokenizer))}}
+    atomic.write_json(directory / "model_registry.json", [entry])
+    return directory
+
+
+def clem_model_entry(directory: Path) -> dict:
+    return json.loads((directory / "model_registry.json").read_text(encoding="utf-8"))[0]
+
+
+@contextlib.contextmanager
+def working_directory(path: Path):
+    """clemcore reads its registries from the working directory."""
+    before = Path.cwd()
+    os.chdir(path)
+    try:
+        yield path
+    finally:
+        os.chdir(before)
+
+
+@contextlib.contextmanager
+def torch_threads(count: int):
+    """Run with ``count`` torch threads, then restore what was set before."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def load_clemcore_model(entry: dict, gen_args: dict):
+    """clemcore's HuggingfaceLocalModel as its backend hands it out (``get_model_for``).
+
+    Returns (model, threads): clemcore's loader sets ``torch.set_num_threads(1)`` for the whole process; the
+    count it left is returned for the benchmark to apply around this model's calls, and the previous
+    count is restored here so that the other paths keep theirs.
+    """
+    import torch
+    from clemcore.backends.huggingface_local_api import HuggingfaceLocal
+    from clemcore.backends.model_registry import ModelSpec
+
+    before = torch.get_num_threads()
+    model = HuggingfaceLocal().get_model_for(ModelSpec.from_dict(entry))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(before)
+    model.set_gen_args(**gen_args)
+    return model, threads
+
+
+class ValidGuessPolicy:
+    """A real policy whose replies are made well-formed wordle guesses, so that episodes last all their turns.
+
+    A random-weight model never writes ``GUESS: <word>``, and wordle ends an episode at the first malformed
+    reply; search over several turns needs episodes that go on. Each candidate keeps the model's sampled text
+    (and its token count and log-probability) as the explanation, behind a ``GUESS:`` line holding a word drawn
+    from the game's word list with a seeded generator. Model and PRM compute are unchanged.
+    """
+
+    def __init__(self, policy, words: list[str], seed: int = 0):
+        self.policy = policy
+        self.spec = policy.spec
+        self.words = words
+        self.random = random.Random(seed)
+
+    def generate(self, contexts, *, n=1, temperature=0.0, max_tokens=256, seed=None) -> list[list[Candidate]]:
+        out = self.policy.generate(contexts, n=n, temperature=temperature, max_tokens=max_tokens, seed=seed)
+        return [[Candidate(text=f"GUESS: {self.random.choice(self.words)}\nEXPLANATION: "
+                                + " ".join(c.text.split()),
+                           num_tokens=c.num_tokens, logprob=c.logprob) for c in group] for group in out]
+
+
+def wordle_words() -> list[str]:
+    """Five-letter words the built-in wordle accepts."""
+    from playprm.games.builtin.wordle import rules
+
+    return rules.valid_words()

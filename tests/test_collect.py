@@ -1,0 +1,64 @@
+"""playprm collect: K distinct sampled episodes per instance, branched rollout trees, and mc labels from them."""
+
+from __future__ import annotations
+
+import json
+
+from playprm.cli import main
+from playprm.collect import CollectSettings
+from playprm.commands.collect import run_collect
+from playprm.models.scripted import RandomValidPolicy
+
+
+def read_turns(run_dir):
+    return [json.loads(line) for line in (run_dir / "turns.jsonl").read_text().splitlines()]
+
+
+def test_four_samples_per_instance_are_four_distinct_episodes(tiny_models, tmp_path):
+    settings = CollectSettings(samples_per_instance=4, temperature=1.0, max_tokens=12)
+    run_dir, summary = run_collect(str(tiny_models["policy"]), ["wordle", "referencegame"], False, None, 1,
+                                   tmp_path, settings, progress=False)
+    folders = sorted(p.parent for p in run_dir.rglob("interactions.json"))
+    assert len(folders) == 2 * 2 * 4  # 2 games x 2 experiments x 1 instance x 4 samples
+    by_instance = {}
+    for folder in folders:
+        interactions = json.loads((folder / "interactions.json").read_text())
+        replies = tuple(e["action"]["content"] for rnd in interactions["turns"] for e in rnd
+                        if e["action"]["type"] == "get message")
+        key = (folder.parts[-3], folder.parts[-2], json.loads((folder / "instance.json").read_text())["game_id"])
+        by_instance.setdefault(key, set()).add(replies)
+        assert (folder / "scores.json").is_file() and folder.name.startswith("episode_")
+    assert all(len(v) == 4 for v in by_instance.values())
+
+
+def test_branched_collect_writes_a_consistent_tree_that_prm_data_labels(tmp_path):
+    settings = CollectSettings(samples_per_instance=2, temperature=1.0, max_tokens=32, branch_factor=2,
+                               branch_depth=2)
+    run_dir, summary = run_collect("scripted:random-valid", ["wordle"], False, None, 1, tmp_path / "r", settings,
+                                   policy=RandomValidPolicy(), progress=False)
+    turns = read_turns(run_dir)
+    ids = {t["turn_id"] for t in turns}
+    assert len(ids) == len(turns)
+    assert all(t["parent_id"] is None or t["parent_id"] in ids for t in turns)
+    leaves = [t for t in turns if t["leaf_episode"]]
+    folders = sorted(p.parent for p in run_dir.rglob("interactions.json"))
+    assert len(leaves) == len(folders) == 2 * 2 * 4  # 2 experiments x 2 samples x 2x2 branches
+    for leaf in leaves:
+        assert (run_dir / leaf["leaf_episode"] / "scores.json").is_file()
+        assert leaf["outcome"] in ("success", "lose", "aborted")
+    children = {}
+    for t in turns:
+        children.setdefault(t["parent_id"], []).append(t)
+    assert any(len(v) == 2 for k, v in children.items() if k is not None)  # branched states
+
+    # rerunning resumes: every tree is done, nothing is replayed
+    again, summary2 = run_collect("scripted:random-valid", ["wordle"], False, None, 1, tmp_path / "r", settings,
+                                  policy=RandomValidPolicy(), progress=False)
+    assert summary2.skipped == summary2.planned and read_turns(again) == turns
+
+    assert main(["prm-data", "--results-dir", str(tmp_path / "r"), "--labels", "mc", "--out",
+                 str(tmp_path / "prm")]) == 0
+    records = [json.loads(line) for name in ("train.jsonl", "validation.jsonl")
+               for line in (tmp_path / "prm" / name).read_text().splitlines()]
+    assert len(records) == len(turns)
+    assert all(r["label_kind"] == "mc" and 0 <= r["label"] <= 1 and r["n_rollouts"] >= 1 for r in records)

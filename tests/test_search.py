@@ -1,0 +1,125 @@
+"""Search strategies with a scripted policy (random valid wordle moves) and a scripted PRM that knows the answer."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from playprm import runner
+from playprm.episode import Episode, EpisodeTask
+from playprm.models.scripted import RandomValidPolicy, WordleOracleScorer
+from playprm.play import guide_filter, turn_player
+from playprm.search import beam_search, dvts
+from playprm.search.base import SearchSettings, aggregate, argmax
+
+
+@pytest.fixture(scope="module")
+def wordle():
+    from clemcore.clemgame import GameBenchmark
+
+    from playprm.games.builtin.wordle import rules
+    from playprm.games.registry import discover_games
+
+    benchmark = GameBenchmark.load_from_spec(discover_games()["wordle"].spec)
+    targets = random.Random(0).sample(rules.valid_words(), 60)
+    yield benchmark, targets
+    benchmark.close()
+
+
+GUESSES = 3  # fewer than wordle's six, so that random valid guessing often loses
+
+
+def start(benchmark, target, tmp_path, i):
+    task = EpisodeTask(game="wordle", benchmark=benchmark, experiment={"name": "oracle", "max_guesses": GUESSES},
+                       instance={"game_id": i, "target_word": target, "max_guesses": GUESSES},
+                       episode_dir=tmp_path / f"instance_{i:05d}")
+    return Episode.start(task, "scripted", "scripted--scripted", {})
+
+
+def play_best_of_n(benchmark, target, n, tmp_path, i, seed):
+    episode = start(benchmark, target, tmp_path, i)
+    settings = SearchSettings(n_candidates=n, temperature=1.0, max_tokens=32, seed=seed)
+    mode = "best-of-n" if n > 1 else "greedy"
+    choose = turn_player(mode, RandomValidPolicy(), WordleOracleScorer(target), settings, guide_filter(None),
+                         temperature=1.0)
+    while not episode.done:
+        choose([episode])
+    return episode
+
+
+def test_best_of_n_win_rate_rises_with_n(wordle, tmp_path):
+    benchmark, targets = wordle
+    rates = {}
+    for n in (1, 4, 16):
+        wins = [play_best_of_n(benchmark, t, n, tmp_path, i, seed=i).outcome == "success"
+                for i, t in enumerate(targets)]
+        rates[n] = sum(wins) / len(wins)
+    print(rates)
+    assert rates[1] < rates[4] < rates[16], rates
+
+
+def test_best_of_n_plays_the_argmax_candidate(wordle, tmp_path):
+    benchmark, targets = wordle
+    episode = play_best_of_n(benchmark, targets[0], 8, tmp_path, 0, seed=3)
+    played = [e["action"]["content"] for rnd in episode.recorders.interactions.interactions["turns"] for e in rnd
+              if e["action"]["type"] == "get message"]
+    assert len(played) == len(episode.candidates)
+    for row, text in zip(episode.candidates, played):
+        scores = [c["score"] for c in row["candidates"]]
+        assert row["chosen"] == argmax(scores)
+        assert row["candidates"][row["chosen"]]["text"] == text
+
+
+@pytest.mark.parametrize("search", [beam_search.search, dvts.search])
+def test_lookahead_search_with_an_oracle_beats_greedy(wordle, tmp_path, search):
+    benchmark, targets = wordle
+    targets = targets[:30]
+    greedy_wins = 0
+    for i, t in enumerate(targets):
+        episode = start(benchmark, t, tmp_path, i)
+        choose = turn_player("greedy", RandomValidPolicy(), None, SearchSettings(max_tokens=32), guide_filter(None),
+                             temperature=0.0)
+        while not episode.done:
+            choose([episode])
+        greedy_wins += episode.outcome == "success"
+    search_wins = 0
+    for i, t in enumerate(targets):
+        root = start(benchmark, t, tmp_path, i)
+        settings = SearchSettings(n_candidates=4, beam_width=2, temperature=1.0, max_tokens=32,
+                                  num_beam_iterations=6, aggregate="last", seed=i)
+        (final,) = search([root], RandomValidPolicy(), WordleOracleScorer(t), settings, is_guided=guide_filter(None))
+        assert final.done
+        search_wins += final.outcome == "success"
+    assert search_wins > greedy_wins
+
+
+def test_beam_search_keeps_the_best_trajectories_and_charges_the_whole_search(wordle, tmp_path):
+    benchmark, targets = wordle
+    roots = [start(benchmark, t, tmp_path, i) for i, t in enumerate(targets[:3])]
+    settings = SearchSettings(n_candidates=3, beam_width=2, temperature=1.0, max_tokens=32, num_beam_iterations=2)
+    finals = beam_search.search(roots, RandomValidPolicy(), WordleOracleScorer(targets[0]), settings,
+                                is_guided=guide_filter(None))
+    for final in finals:
+        assert final.done
+        played_tokens = sum(r["candidates"][r["chosen"]]["tokens"] for r in final.candidates)
+        assert final.generated_tokens > played_tokens  # unplayed candidates are paid for too
+
+
+def test_aggregates():
+    assert aggregate([0.5, 0.2, 0.9], "last") == 0.9
+    assert aggregate([0.5, 0.2, 0.9], "min") == 0.2
+    assert aggregate([0.5, 0.2, 0.9], "mean") == pytest.approx(0.5333, abs=1e-3)
+    assert aggregate([0.5, 0.2, 0.9], "prod") == pytest.approx(0.09)
+    assert argmax([0.1, 0.7, 0.7]) == 1
+
+
+def test_shards_partition_the_plan(tmp_path):
+    class Entry:
+        name = "g"
+
+    instances = {"g": [({"name": "e"}, {"game_id": i}) for i in range(10)]}
+    full = runner.plan([Entry()], instances, {"g": object()}, tmp_path)
+    shards = [runner.plan([Entry()], instances, {"g": object()}, tmp_path, shard=(i, 3)) for i in range(3)]
+    keys = sorted(t.key for s in shards for t in s)
+    assert keys == sorted(t.key for t in full)
