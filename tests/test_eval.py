@@ -109,3 +109,17 @@ def test_lookahead_modes_are_labelled(tiny_models, tmp_path, mode, lookahead):
     assert sum(summary.played.values()) == 2
     for episode in episodes(run_dir):
         assert (episode / "scores.json").is_file()
+
+
+def test_transcribe_shows_the_alternatives_and_their_scores(tiny_models, tmp_path):
+    cfg = EvalConfig(policy_model=str(tiny_models["policy"]), mode="best-of-n", prm_path=tiny_models["prm"],
+                     games=["wordle"], limit=1, max_tokens=6, n_candidates=3, results_dir=tmp_path)
+    run_dir, _ = run_eval(cfg, progress=False)
+    assert main(["transcribe", "--results-dir", str(tmp_path)]) == 0
+    for episode in episodes(run_dir):
+        page = (episode / "search.html").read_text()
+        row = json.loads((episode / "candidates.jsonl").read_text().splitlines()[0])
+        assert page.count(" score ") >= 3 and "&lt;- played" in page
+        assert f"{row['candidates'][0]['score']:.3f}" in page
+        assert (episode / "transcript.html").is_file()
+    assert (tmp_path / "index.html").is_file()

@@ -24,7 +24,14 @@ from clemcore.clemgame import (
 from clemcore.clemgame.envs.pettingzoo.master import GameMasterEnv
 
 from playprm.games.builtin.protocol import parse_tagged, tagged_values
-from playprm.games.builtin.wordle.rules import consistent_words, feedback, is_valid_word, valid_words
+from playprm.games.builtin.wordle.rules import (
+    consistent_words,
+    describe_feedback,
+    feedback,
+    is_valid_word,
+    read_feedback,
+    valid_words,
+)
 from playprm.games.registry import discover_games, load_instances
 
 
@@ -110,6 +117,12 @@ def test_consistent_words_keep_only_words_matching_all_feedback():
     survivors = consistent_words(history)
     assert "plant" in survivors and "crane" not in survivors
     assert all(feedback(g, w) == p for w in survivors for g, p in history)
+
+
+def test_read_feedback_recovers_patterns_from_the_game_masters_message():
+    message = f"Feedback on guess 1 (crane): {describe_feedback('crane', 'RRGGR')}\nYou have 5 guesses left."
+    assert read_feedback(message) == [("crane", "RRGGR")]
+    assert read_feedback("no feedback here") == []
 
 
 def test_wordle_win_in_two_guesses_scores_by_speed(games, tmp_path):

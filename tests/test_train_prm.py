@@ -181,10 +181,11 @@ def test_resumed_prm_run_ends_with_the_weights_of_an_uninterrupted_run(tiny_mode
 
 
 def test_bradley_terry_on_pairs_orders_chosen_above_rejected(tiny_models, tmp_path):
-    data = write_prm_data(tmp_path / "data", train=12, validation=4, with_pairs=True)
-    assert train_prm_cli(tiny_models, data, tmp_path / "out", "--loss", "both", "--max-steps", "20") == 0
+    data = write_prm_data(tmp_path / "data", train=8, validation=4, with_pairs=True)
+    assert train_prm_cli(tiny_models, data, tmp_path / "out", "--loss", "both", "--max-steps", "12",
+                         "--eval-steps", "6", "--save-steps", "6") == 0
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
-    assert metrics["loss"] == "both" and metrics["train_pairs"] == 36 and metrics["validation_pairs"] == 12
+    assert metrics["loss"] == "both" and metrics["train_pairs"] == 24 and metrics["validation_pairs"] == 12
     assert metrics["validation_pair_accuracy"] >= 0.9 and metrics["validation_auroc"] >= 0.9
 
 

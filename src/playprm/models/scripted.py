@@ -8,34 +8,25 @@ trajectories to learn from; the README says so. ``WordleOracleScorer`` is a PRM 
 
 from __future__ import annotations
 
-import json
 import random
 from functools import lru_cache
-from pathlib import Path
 
 from playprm.models.base import Candidate, PolicySpec
 from playprm.prm.scorer import ScoreStats
 
-_BUILTIN = Path(__file__).resolve().parents[1] / "games" / "builtin"
-
 
 @lru_cache(maxsize=1)
 def _taboo_words() -> list[str]:
-    cards = json.loads((_BUILTIN / "taboo" / "resources" / "cards.json").read_text(encoding="utf-8"))
-    return sorted({card["target"] for key, group in cards.items() if not key.startswith("_") for card in group})
+    from playprm.games.builtin.taboo.master import card_vocabulary
+
+    return card_vocabulary()
 
 
 def wordle_history(context: list[dict]) -> list[tuple[str, str]]:
     """(guess, G/Y/R pattern) pairs from the game master's feedback messages."""
-    from playprm.games.builtin.wordle.master import _COLOUR_MARKS, _FEEDBACK_LINE
+    from playprm.games.builtin.wordle.rules import read_feedback
 
-    history = []
-    for message in context:
-        if message["role"] != "user":
-            continue
-        for guess, described in _FEEDBACK_LINE.findall(message["content"]):
-            history.append((guess, "".join(_COLOUR_MARKS[p.split("=")[1]] for p in described.split())))
-    return history
+    return [pair for m in context if m["role"] == "user" for pair in read_feedback(m["content"])]
 
 
 @lru_cache(maxsize=4096)

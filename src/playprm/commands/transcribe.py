@@ -1,0 +1,25 @@
+"""``playprm transcribe``: episode pages with the candidates and PRM scores of every guided turn."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from playprm.errors import UsageError
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("transcribe", help="HTML episode pages showing the alternatives and their scores")
+    parser.add_argument("--results-dir", type=Path, required=True)
+    parser.set_defaults(func=run)
+
+
+def run(args) -> int:
+    if not args.results_dir.is_dir():
+        raise UsageError(f"--results-dir {args.results_dir} is not a directory")
+    if not any(args.results_dir.rglob("interactions.json")):
+        raise UsageError(f"no interactions.json under {args.results_dir}; run playprm eval first")
+    from playprm.report.transcribe import transcribe
+
+    pages = transcribe(args.results_dir)
+    print(f"{len(pages)} episode pages; open {args.results_dir / 'index.html'}")
+    return 0
