@@ -100,7 +100,7 @@ def test_labels_cover_exactly_the_assistant_replies_and_their_end_of_turn_token(
     assert [i for i, label in enumerate(labels) if label != IGNORE] == sorted(inside)
     assert all(labels[i] == ids[i] for i in inside)
     end_of_turn = chat.end_of_turn_ids(tokenizer)
-    for start, end in spans:  # every reply ends with its end-of-turn token, and that token is trained
+    for _, end in spans:  # every reply ends with its end-of-turn token, and that token is trained
         assert labels[end - len(end_of_turn):end] == end_of_turn
     assert tokenizer.decode([ids[i] for i in sorted(inside)]).count("<|im_end|>") == 2
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from playprm import atomic, runner
 from playprm.episode import Episode, clean_staging
+from playprm.models.base import clean_candidates
 from playprm.search.base import SearchSettings
 
 TREES_DIR = ".trees"  # per-tree records; turns.jsonl is rebuilt from them
@@ -98,9 +99,9 @@ def collect(tasks, *, policy, policy_name: str, run_dir: Path, settings: Collect
             next_open = []
             for n, members in sorted(groups.items()):
                 try:
-                    outputs = policy.generate([e.pending.context for _, e in members], n=n,
-                                              temperature=settings.temperature, max_tokens=settings.max_tokens,
-                                              seed=search.next_seed())
+                    outputs = clean_candidates(policy.generate(
+                        [e.pending.context for _, e in members], n=n, temperature=settings.temperature,
+                        max_tokens=settings.max_tokens, seed=search.next_seed()))
                 except Exception as error:  # a backend fault fails these trajectories, not the run
                     for tree, episode in members:
                         episode.fail(error, stage="policy")

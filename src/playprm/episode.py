@@ -27,6 +27,7 @@ from clemcore.clemgame.envs.pettingzoo.master import GameMasterEnv
 from clemcore.clemgame.recorder import EventCallRecorder, GameInteractionsRecorder
 
 from playprm import atomic
+from playprm.models.base import printable
 
 
 class PolicyModel(Model):
@@ -162,11 +163,14 @@ class Episode:
     def play(self, text: str, *, log: dict | None = None, generated_tokens: int = 0, prm_tokens: int = 0) -> None:
         """Send the chosen reply of the pending turn to the game and move on."""
         assert self.pending is not None, "no policy turn is pending"
+        text = printable(text)
         player = self.env.player_by_agent_id[self.env.agent_selection]
         self.generated_tokens += generated_tokens
         self.prm_tokens += prm_tokens
         self.policy_calls += 1
         if log is not None:
+            for candidate in log.get("candidates", []):
+                candidate["text"] = printable(candidate["text"])
             self.candidates.append({"turn": len(self.candidates), "round": self.game_master.current_round,
                                     "player": self.pending.player, "game_role": self.pending.game_role, **log})
         try:

@@ -48,3 +48,27 @@ class Policy(Protocol):
 
     def generate(self, contexts: list[list[dict]], *, n: int = 1, temperature: float = 0.0,
                  max_tokens: int = 256, seed: int | None = None) -> list[list[Candidate]]: ...
+
+
+def printable(text: str) -> str:
+    """Model output as valid Unicode: lone surrogates (undecodable bytes from a server) become U+FFFD, so the
+    game applies its own rules to it and every results file can still be written as UTF-8."""
+    if not isinstance(text, str):
+        text = "" if text is None else str(text)
+    return text.encode("utf-8", "replace").decode("utf-8", "replace") if _has_surrogates(text) else text
+
+
+def _has_surrogates(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+        return False
+    except UnicodeEncodeError:
+        return True
+
+
+def clean_candidates(outputs: list[list[Candidate]]) -> list[list[Candidate]]:
+    """Every candidate's text made printable (see ``printable``), in place."""
+    for group in outputs:
+        for candidate in group:
+            candidate.text = printable(candidate.text)
+    return outputs

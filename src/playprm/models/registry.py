@@ -78,14 +78,14 @@ def registry_entries(cwd: Path | None = None) -> list[tuple[dict, str]]:
 def spec_from_entry(entry: dict, source: str, base_dir: Path | None = None) -> PolicySpec:
     """Check one registry entry and turn it into a PolicySpec."""
     name = entry.get("model_name")
-    where = f"model '{name}' in {source}"
+    where = f"model {name!r} in {source}"
     if not isinstance(name, str) or not name:
         raise UsageError(f"an entry in {source} has no 'model_name'; every entry needs one")
     backend = entry.get("backend")
     if backend is None:
         raise UsageError(f"{where} has no 'backend'; add e.g. \"backend\": \"huggingface_local\"")
-    if backend not in BACKENDS:
-        raise UsageError(f"{where} uses backend '{backend}', which playprm cannot run locally; "
+    if not isinstance(backend, str) or backend not in BACKENDS:
+        raise UsageError(f"{where} uses backend {backend!r}, which playprm cannot run locally; "
                          f"use one of {', '.join(sorted(BACKENDS))}")
     config = entry.get("model_config", {})
     if not isinstance(config, dict):

@@ -5,13 +5,14 @@ The game only ever sees the chosen reply, so the resulting numbers are honest be
 
 from __future__ import annotations
 
+from playprm.models.base import clean_candidates
 from playprm.search.base import Choice, SearchSettings, argmax
 
 
 def choose(contexts: list[list[dict]], policy, scorer, settings: SearchSettings) -> list[Choice]:
     """For each context: N sampled candidates, their PRM scores and the argmax."""
-    outputs = policy.generate(contexts, n=settings.n_candidates, temperature=settings.temperature,
-                              max_tokens=settings.max_tokens, seed=settings.next_seed())
+    outputs = clean_candidates(policy.generate(contexts, n=settings.n_candidates, temperature=settings.temperature,
+                              max_tokens=settings.max_tokens, seed=settings.next_seed()))
     before = scorer.stats.tokens
     scores = scorer.score(contexts, [[c.text for c in cands] for cands in outputs])
     spent = scorer.stats.tokens - before

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from playprm.models.base import clean_candidates
 from playprm.search.base import Choice, SearchSettings
 
 
 def choose(contexts: list[list[dict]], policy, scorer, settings: SearchSettings, *,
            temperature: float = 0.0) -> list[Choice]:
     """One reply per context; no PRM involved."""
-    outputs = policy.generate(contexts, n=1, temperature=temperature, max_tokens=settings.max_tokens,
-                              seed=settings.next_seed())
+    outputs = clean_candidates(policy.generate(contexts, n=1, temperature=temperature, max_tokens=settings.max_tokens,
+                              seed=settings.next_seed()))
     return [Choice(text=cands[0].text, candidates=cands, scores=None, chosen=0) for cands in outputs]

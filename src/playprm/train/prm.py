@@ -136,14 +136,16 @@ class PRMCollator:
 
     Output: ``input_ids``/``attention_mask`` (rows, length), right-padded; ``positions``/``labels`` (rows, k):
     where to read the head and the label there (``IGNORE`` pads); ``pairs`` (n, 4): chosen row, chosen position,
-    rejected row, rejected position.
+    rejected row, rejected position; ``item_rows`` / ``item_is_pair`` (items,): each item's first row and kind,
+    so predictions can be reported per dataset item (what distributed evaluation gathers and de-duplicates).
     """
 
     pad_token_id: int
 
     def __call__(self, items: list[dict]) -> dict[str, torch.Tensor]:
-        rows, positions, labels, pairs = [], [], [], []
+        rows, positions, labels, pairs, item_rows = [], [], [], [], []
         for item in items:
+            item_rows.append(len(rows))
             if "chosen_ids" in item:
                 first = len(rows)
                 rows += [item["chosen_ids"], item["rejected_ids"]]
@@ -162,6 +164,8 @@ class PRMCollator:
             "positions": torch.tensor([p + [0] * (width - len(p)) for p in positions]),
             "labels": torch.tensor([y + [IGNORE] * (width - len(y)) for y in labels], dtype=torch.float32),
             "pairs": torch.tensor(pairs, dtype=torch.long).reshape(-1, 4),
+            "item_rows": torch.tensor(item_rows),
+            "item_is_pair": torch.tensor(["chosen_ids" in item for item in items]),
         }
 
 
@@ -208,7 +212,11 @@ class PRMTrainer(Trainer):
             loss = self._loss(logits, record_logits, inputs["labels"], margins)
         if prediction_loss_only:
             return loss.detach(), None, None
-        return loss.detach(), (torch.sigmoid(record_logits), margins), inputs["labels"]
+        rows, is_pair = inputs["item_rows"], inputs["item_is_pair"]
+        item_margins = torch.zeros(len(rows), device=margins.device)
+        item_margins[is_pair] = margins  # pairs are collated in item order
+        # one entry per item: a pair item's labels are all IGNORE, a record item's margin is unused
+        return loss.detach(), (torch.sigmoid(record_logits[rows]), item_margins), (inputs["labels"][rows], is_pair)
 
     def _save(self, output_dir: str | None = None, state_dict=None) -> None:
         from safetensors.torch import save_file
@@ -238,9 +246,9 @@ def compute_prm_metrics(prediction) -> dict:
     """``Trainer`` hook: AUROC, Brier score (and pair accuracy) of the validation predictions."""
     from playprm.train.prm_metrics import prm_metrics
 
-    (probabilities, margins), labels = prediction.predictions, prediction.label_ids
+    (probabilities, margins), (labels, is_pair) = prediction.predictions, prediction.label_ids
     mask = labels != IGNORE
-    metrics = prm_metrics(probabilities[mask], labels[mask], margins)
+    metrics = prm_metrics(probabilities[mask], labels[mask], margins[is_pair.astype(bool)])
     return {key: metrics[key] for key in ("auroc", "brier", "pair_accuracy") if key in metrics}
 
 
@@ -263,10 +271,12 @@ def build_prm(base, config, *, initial_label_rate: float):
     with torch.no_grad():
         model.head.bias.fill_(math.log(rate / (1 - rate)))
     if config.load_in_4bit:
+        from transformers.utils.quantization_config import QuantizationMethod
+
         model.head.to(next(backbone.parameters()).device)
-        # tell the Trainer the weights are placed already: bitsandbytes modules refuse to be moved
-        for name in ("is_loaded_in_4bit", "quantization_method"):
-            setattr(model, name, getattr(backbone.base_model.model, name, None))
+        # the weights sit on this process's GPU already: the Trainer must not move (or DataParallel) them
+        model.is_loaded_in_4bit = True
+        model.quantization_method = QuantizationMethod.BITS_AND_BYTES
     return model
 
 
@@ -349,9 +359,9 @@ def train_prm(config, base, data_dir: Path, *, resume: bool = False, callbacks=(
     )
     result = trainer.train(resume_from_checkpoint=checkpoint)
     prediction = trainer.predict(validation_items, metric_key_prefix="validation")
-    (probabilities, margins), labels = prediction.predictions, prediction.label_ids
+    (probabilities, margins), (labels, is_pair) = prediction.predictions, prediction.label_ids
     mask = labels != IGNORE
-    scores = prm_metrics(probabilities[mask], labels[mask], margins)
+    scores = prm_metrics(probabilities[mask], labels[mask], margins[is_pair.astype(bool)])
     bins = calibration_bins(probabilities[mask], labels[mask])
     metrics = {
         **{f"validation_{key}": value for key, value in scores.items()},

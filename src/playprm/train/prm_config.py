@@ -4,14 +4,14 @@ from dataclasses import dataclass
 
 from transformers import TrainingArguments
 
-from playprm.train.qlora import QLoRAArguments, resolve_device_defaults
+from playprm.train.qlora import ModelCardArguments, resolve_device_defaults
 
 LOSSES = ("bce", "bt", "both")
 
 
 @dataclass
-class PRMTrainingConfig(TrainingArguments, QLoRAArguments):
-    """Every ``TrainingArguments`` field, plus ``QLoRAArguments`` and:
+class PRMTrainingConfig(ModelCardArguments, TrainingArguments):
+    """Every ``TrainingArguments`` field, with the defaults and extra fields of ``ModelCardArguments``, and:
 
     Parameters:
         loss: ``bce`` (binary cross-entropy on the soft turn labels of train.jsonl), ``bt`` (Bradley-Terry on
@@ -30,28 +30,7 @@ class PRMTrainingConfig(TrainingArguments, QLoRAArguments):
     loss: str = "bce"
     bt_weight: float = 1.0
     max_length: int = 1024
-    learning_rate: float = 2e-4
-    lr_scheduler_type: str = "cosine"
-    warmup_steps: float = 0.03
-    num_train_epochs: float = 1.0
-    per_device_train_batch_size: int = 4
-    per_device_eval_batch_size: int = 4
-    gradient_accumulation_steps: int | None = None
-    optim: str | None = None
-    bf16: bool | None = None
-    activation_checkpointing: bool | None = True
-    gradient_checkpointing: bool | None = None
-    logging_steps: float = 10
-    eval_strategy: str = "steps"
-    eval_steps: float | None = 0.1
-    save_strategy: str = "steps"
-    save_steps: float = 0.1
-    save_total_limit: int | None = 2
-    load_best_model_at_end: bool = True
-    metric_for_best_model: str | None = None
-    greater_is_better: bool | None = None
-    remove_unused_columns: bool = False
-    report_to: str | list[str] | None = "none"
+    remove_unused_columns: bool = False  # batches are built by PRMCollator, not from named columns
 
     def __post_init__(self):
         if self.loss not in LOSSES:

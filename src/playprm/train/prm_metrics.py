@@ -100,5 +100,4 @@ def prm_metrics(probabilities, labels, margins=None) -> dict:
     }
     if margins is not None and len(margins):
         metrics["pair_accuracy"] = float(np.mean(np.asarray(margins) > 0))
-        metrics["pairs"] = len(margins)
     return {key: value for key, value in metrics.items() if not (isinstance(value, float) and math.isnan(value))}

@@ -16,8 +16,10 @@ CPU_OPTIM = "adamw_torch"
 
 
 @dataclass
-class QLoRAArguments:
-    """Adapter, quantization and batch settings shared by ``train-sft`` and ``train-prm``.
+class ModelCardArguments:
+    """The settings ``train-sft`` and ``train-prm`` share: the model card's QLoRA run and its schedule.
+
+    Listed first among a config's bases, so its defaults replace those of ``TrainingArguments`` / ``SFTConfig``.
 
     Parameters:
         lora_r: LoRA rank.
@@ -36,6 +38,13 @@ class QLoRAArguments:
             stops; 0 or unset disables early stopping.
         require_cuda: refuse to run without a CUDA device instead of falling back to CPU.
         model_name: name of the trained model in ``model_registry.json`` (default: the output folder's name).
+
+    Changed ``TrainingArguments`` defaults: lr 2e-4 with a cosine schedule and 3% linear warmup, one epoch, 4
+    sequences per device, evaluation and a checkpoint every 10% of training, the best checkpoint (by
+    ``metric_for_best_model``, the validation loss unless a config says otherwise) loaded at the end, activation
+    checkpointing on, no external loggers. ``optim``, ``bf16`` (and ``load_in_4bit``) follow the device when
+    unset: CUDA ``paged_adamw_8bit``, bf16, 4-bit; CPU ``adamw_torch``, float32, unquantized.
+    ``gradient_checkpointing`` is transformers' deprecated name of ``activation_checkpointing``.
     """
 
     lora_r: int = 16
@@ -49,6 +58,28 @@ class QLoRAArguments:
     early_stopping_patience: int | None = 3
     require_cuda: bool = False
     model_name: str | None = None
+
+    learning_rate: float = 2e-4
+    lr_scheduler_type: str = "cosine"
+    warmup_steps: float = 0.03
+    num_train_epochs: float = 1.0
+    per_device_train_batch_size: int = 4
+    per_device_eval_batch_size: int = 4
+    gradient_accumulation_steps: int | None = None
+    optim: str | None = None
+    bf16: bool | None = None
+    activation_checkpointing: bool | None = True
+    gradient_checkpointing: bool | None = None
+    logging_steps: float = 10
+    eval_strategy: str = "steps"
+    eval_steps: float | None = 0.1
+    save_strategy: str = "steps"
+    save_steps: float = 0.1
+    save_total_limit: int | None = 2
+    load_best_model_at_end: bool = True
+    metric_for_best_model: str | None = None
+    greater_is_better: bool | None = None
+    report_to: str | list[str] | None = "none"
     # set by resolve_device_defaults: whether this run fell back to CPU
     cpu_fallback: bool = field(default=False, init=False, repr=False)
 
@@ -94,8 +125,12 @@ def resolve_device_defaults(config) -> None:
         config.optim = CUDA_OPTIM if cuda else CPU_OPTIM
     if config.bf16 is None:
         config.bf16 = cuda
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
     if not cuda:
         config.dataloader_pin_memory = False  # pinning only serves host-to-GPU copies
+        if world_size > 1:  # torchrun on CPU: accelerate joins the processes only in CPU mode, over gloo
+            config.use_cpu = True
+            config.ddp_backend = config.ddp_backend or "gloo"
     if not cuda and config.load_in_4bit:
         raise ValueError("--load-in-4bit needs a CUDA device (bitsandbytes 4-bit is CUDA-only); "
                          "drop it to train unquantized on CPU")
@@ -109,7 +144,6 @@ def resolve_device_defaults(config) -> None:
     if config.gradient_accumulation_steps is None:
         if config.effective_batch_size is None:
             raise ValueError("set --effective-batch-size or --gradient-accumulation-steps")
-        world_size = int(os.environ.get("WORLD_SIZE", "1"))
         config.gradient_accumulation_steps = gradient_accumulation_for(
             config.effective_batch_size, config.per_device_train_batch_size, world_size)
     if config.early_stopping_patience and not config.load_best_model_at_end:
