@@ -28,7 +28,7 @@ from transformers import Trainer
 
 from playprm import chat
 from playprm.train.dataset_files import pair_record_problem, prm_record_problem, read_jsonl, read_splits
-from playprm.train.run_dir import METRICS_FILE, check_batch_fits, checkpoint_to_resume
+from playprm.train.run_dir import METRICS_FILE, check_batch_fits, checkpoint_to_resume, run_summary
 
 logger = logging.getLogger(__name__)
 
@@ -367,21 +367,12 @@ def train_prm(config, base, data_dir: Path, *, resume: bool = False, callbacks=(
         **{f"validation_{key}": value for key, value in scores.items()},
         "validation_loss": prediction.metrics.get("validation_loss"),
         "calibration": bins,
-        "train_loss": result.training_loss,
-        "global_step": trainer.state.global_step,
-        "train_runtime_s": result.metrics.get("train_runtime"),
-        "train_steps_per_second": result.metrics.get("train_steps_per_second"),
-        "best_checkpoint": trainer.state.best_model_checkpoint,
-        "best_metric": trainer.state.best_metric,
+        **run_summary(trainer, result),
         "loss": config.loss,
         "train_records": train_stats.records, "train_sequences": train_stats.sequences,
         "train_records_chained": train_stats.chained, "train_records_too_long": train_stats.too_long,
         "validation_records": validation_stats.records, "validation_sequences": validation_stats.sequences,
         "train_pairs": len(train_pairs), "validation_pairs": len(validation_pairs),
-        "load_in_4bit": bool(config.load_in_4bit),
-        "optim": str(getattr(config.optim, "value", config.optim)),
-        "gradient_accumulation_steps": config.gradient_accumulation_steps,
-        "world_size": config.world_size,
     }
     if main_process:
         trainer.model.save(output_dir, tokenizer=tokenizer, base_model=base.model_id,

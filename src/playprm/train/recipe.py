@@ -228,3 +228,36 @@ def command_settings(args, config_class, explicit: dict[str, Any]) -> tuple[dict
     if missing:
         raise UsageError(f"missing {', '.join(missing)}; give them on the command line or in the --config recipe")
     return settings, inputs
+
+
+def add_run_arguments(parser, *, data_help: str, recipe_example: str) -> None:
+    """The flags both train commands declare; every other ``--field VALUE`` is collected as an override."""
+    parser.add_argument("--model", help="base model: a Hugging Face folder, a model_registry.json name or a hub id")
+    parser.add_argument("--data", type=Path, help=data_help)
+    parser.add_argument("--output-dir", type=Path, help="folder for checkpoints, the trained model and metrics")
+    parser.add_argument("--config", type=Path, help=f"YAML recipe, e.g. {recipe_example}")
+    parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --output-dir")
+    parser.add_argument("--require-cuda", action="store_true", help="fail instead of falling back to CPU")
+    accept_overrides(parser)
+
+
+def prepare_run(args, config_class, command: str, explicit: dict[str, Any] | None = None):
+    """``(config, base model, data folder)`` of a train command, all checked; prints the CPU-fallback line once.
+
+    Nothing is loaded yet: the config validates the settings (``--require-cuda`` included) and ``--model`` is
+    resolved to a folder, registry entry or hub id.
+    """
+    from playprm.train.base_model import resolve_base_model
+    from playprm.train.qlora import cpu_fallback_note
+
+    settings, inputs = command_settings(args, config_class, {
+        "output_dir": str(args.output_dir) if args.output_dir else None,
+        "require_cuda": True if args.require_cuda else None,
+        **(explicit or {}),
+    })
+    config = build_config(config_class, settings)
+    base = resolve_base_model(str(inputs["model"]))
+    note = cpu_fallback_note(config, command)
+    if note and config.process_index == 0:
+        print(note)
+    return config, base, Path(inputs["data"])

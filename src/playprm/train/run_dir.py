@@ -44,3 +44,20 @@ def check_batch_fits(config, train_size: int, what: str) -> None:
         raise UsageError(f"the effective batch of {effective} ({config.per_device_train_batch_size} per device x "
                          f"{config.gradient_accumulation_steps} accumulation steps x {world_size} processes) is "
                          f"larger than the {train_size} training {what}; lower --effective-batch-size")
+
+
+def run_summary(trainer, result) -> dict:
+    """What metrics.json reports about the training run itself (``result`` is ``trainer.train()``'s output)."""
+    config = trainer.args
+    return {
+        "train_loss": result.training_loss,
+        "global_step": trainer.state.global_step,
+        "train_runtime_s": result.metrics.get("train_runtime"),
+        "train_steps_per_second": result.metrics.get("train_steps_per_second"),
+        "best_checkpoint": trainer.state.best_model_checkpoint,
+        "best_metric": trainer.state.best_metric,
+        "load_in_4bit": bool(config.load_in_4bit),
+        "optim": str(getattr(config.optim, "value", config.optim)),
+        "gradient_accumulation_steps": config.gradient_accumulation_steps,
+        "world_size": config.world_size,
+    }

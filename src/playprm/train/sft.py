@@ -22,7 +22,7 @@ from pathlib import Path
 from playprm import chat
 from playprm.train.base_model import BaseModel
 from playprm.train.dataset_files import read_splits, sft_record_problem
-from playprm.train.run_dir import METRICS_FILE, check_batch_fits, checkpoint_to_resume
+from playprm.train.run_dir import METRICS_FILE, check_batch_fits, checkpoint_to_resume, run_summary
 
 logger = logging.getLogger(__name__)
 
@@ -183,18 +183,9 @@ def train_sft(config, base: BaseModel, data_dir: Path, *, resume: bool = False, 
     result = trainer.train(resume_from_checkpoint=checkpoint)
     metrics = {
         **assistant_token_metrics(trainer),
-        "train_loss": result.training_loss,
-        "global_step": trainer.state.global_step,
-        "train_runtime_s": result.metrics.get("train_runtime"),
-        "train_steps_per_second": result.metrics.get("train_steps_per_second"),
-        "best_checkpoint": trainer.state.best_model_checkpoint,
-        "best_metric": trainer.state.best_metric,
+        **run_summary(trainer, result),
         "train_sequences": len(train.sequences),
         "validation_sequences": len(validation.sequences),
-        "load_in_4bit": bool(config.load_in_4bit),
-        "optim": str(getattr(config.optim, "value", config.optim)),
-        "gradient_accumulation_steps": config.gradient_accumulation_steps,
-        "world_size": config.world_size,
     }
     trainer.save_model(str(output_dir))  # every process joins: DeepSpeed gathers the adapter here
     if main_process:
