@@ -42,6 +42,9 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    if not args.verbose:  # clemcore logs every game load at INFO to the console
+        for name in ("clemcore", "clemcore.run", "clemcore.cli"):
+            logging.getLogger(name).setLevel(logging.WARNING)
     try:
         result = args.func(args)
     except UsageError as error:

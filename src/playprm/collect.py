@@ -73,7 +73,10 @@ def collect(tasks, *, policy, policy_name: str, run_dir: Path, settings: Collect
     """Play every task as a (possibly branched) rollout tree; returns a summary of leaves written."""
     from tqdm import tqdm
 
-    summary = runner.RunSummary(planned=len(tasks))
+    import time
+
+    started = time.perf_counter()
+    summary = runner.RunSummary(planned=len(tasks), unit="rollout trees")
     clean_staging(run_dir)
     todo = [t for t in tasks if not _tree_file(run_dir, t).exists()]
     summary.skipped = len(tasks) - len(todo)
@@ -137,6 +140,7 @@ def collect(tasks, *, policy, policy_name: str, run_dir: Path, settings: Collect
             bar.update(1)
     bar.close()
     write_turns(run_dir)
+    summary.wall_seconds = time.perf_counter() - started
     return summary
 
 

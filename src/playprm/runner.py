@@ -33,11 +33,12 @@ class RunSummary:
     errored: Counter = field(default_factory=Counter)
     outcomes: Counter = field(default_factory=Counter)
     wall_seconds: float = 0.0
+    unit: str = "episodes"  # what `planned` and `skipped` count (rollout trees for collect)
 
     def lines(self) -> list[str]:
         games = sorted(set(self.played) | set(self.errored))
         rows = [f"  {g}: {self.played[g]} played, {self.errored[g]} errored" for g in games]
-        head = (f"{self.planned} episodes planned, {self.skipped} already done, "
+        head = (f"{self.planned} {self.unit} planned, {self.skipped} already done; episodes: "
                 f"{sum(self.played.values())} played, {sum(self.errored.values())} errored "
                 f"in {self.wall_seconds:.1f}s")
         return [head, *rows]

@@ -89,22 +89,28 @@ def game_contexts(count: int, limit: int = 2) -> list[list[dict]]:
     return [contexts[i % len(contexts)] for i in range(count)]
 
 
-def long_context(tokenizer, target_tokens: int) -> list[dict]:
-    """A multi-turn game conversation of about ``target_tokens`` template tokens (game prompts and replies)."""
+def long_context(tokenizer, target_tokens: int, offset: int = 0) -> list[dict]:
+    """A multi-turn game conversation of about ``target_tokens`` template tokens (game prompts and replies);
+    ``offset`` rotates which game prompt comes first, so that several such contexts differ."""
     prompts = [c[-1]["content"] for c in game_contexts(6, limit=1)]
+
+    def length(messages: list[dict]) -> int:
+        return len(chat.prompt_ids(tokenizer, messages))
+
     messages: list[dict] = []
-    turn = 0
-    while len(chat.prompt_ids(tokenizer, messages or [{"role": "user", "content": ""}])) < target_tokens:
-        messages.append({"role": "user", "content": prompts[turn % len(prompts)]})
-        messages.append({"role": "assistant", "content": f"GUESS: crane\nEXPLANATION: try {turn}"})
+    turn = offset
+    while True:  # whole (prompt, reply) pairs while the next closing prompt would still fit
+        pair = [{"role": "user", "content": prompts[turn % len(prompts)]},
+                {"role": "assistant", "content": f"GUESS: crane\nEXPLANATION: try {turn}"}]
+        if length(messages + pair + [{"role": "user", "content": "x"}]) > target_tokens:
+            break
+        messages += pair
         turn += 1
-    # end on a user turn and trim whole words until the context is close to the target
-    messages[-1] = {"role": "user", "content": messages[-2]["content"]}
-    words = messages[-1]["content"].split(" ")
-    while len(words) > 1 and len(chat.prompt_ids(tokenizer, messages)) > target_tokens:
-        words = words[: max(1, len(words) - 8)]
-        messages[-1] = {"role": "user", "content": " ".join(words)}
-    return messages
+    # a closing user turn: as many words of the next prompt as fit
+    words = prompts[turn % len(prompts)].split(" ")
+    while len(words) > 1 and length(messages + [{"role": "user", "content": " ".join(words)}]) > target_tokens:
+        words = words[: max(1, len(words) - 4)]
+    return messages + [{"role": "user", "content": " ".join(words)}]
 
 
 def write_clem_workspace(directory: Path, name: str, policy_dir: Path, tokenizer) -> Path:

@@ -60,10 +60,12 @@ def run(args) -> int:
         print(line)
     try:
         from playprm.report.clemscore import compute_table
+        from playprm.report.render import render_table
 
-        table = compute_table([run_dir.parent])
-        row = table.loc[[run_dir.name]] if run_dir.name in table.index else table
-        print(row.T.to_string())
-    except Exception as error:  # the report is a convenience here; `playprm report` is the real one
+        table = compute_table([run_dir.parent], n_resamples=200)
+        if run_dir.name in table.index:
+            table = table.loc[[run_dir.name]]
+        print(render_table(table))
+    except Exception as error:  # the table is a convenience here; `playprm report` is the real one
         print(f"(no clemscore table: {error})")
     return 0

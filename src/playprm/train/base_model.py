@@ -19,6 +19,10 @@ class BaseModel:
     chat_template_kwargs: dict = field(default_factory=dict)
     trust_remote_code: bool = False
 
+    def template_kwargs(self, configured: dict | None) -> dict:
+        """The chat template kwargs of a run: the config's when set, else the registry entry's."""
+        return dict(self.chat_template_kwargs if configured is None else configured)
+
 
 def resolve_base_model(selector: str) -> BaseModel:
     """``--model``: a Hugging Face model folder, a model name of ``model_registry.json`` / clemcore's registry,

@@ -28,7 +28,13 @@ from transformers import Trainer
 
 from playprm import chat
 from playprm.train.dataset_files import pair_record_problem, prm_record_problem, read_jsonl, read_splits
-from playprm.train.run_dir import METRICS_FILE, check_batch_fits, checkpoint_to_resume, run_summary
+from playprm.train.run_dir import (
+    METRICS_FILE,
+    check_batch_fits,
+    checkpoint_to_resume,
+    run_summary,
+    training_callbacks,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -303,8 +309,6 @@ def train_prm(config, base, data_dir: Path, *, resume: bool = False, callbacks=(
     (validation AUROC, Brier score, calibration bins) and ``calibration.png``. Input problems raise UsageError
     before the model loads.
     """
-    from transformers import EarlyStoppingCallback
-
     from playprm.atomic import write_json
     from playprm.errors import UsageError
     from playprm.train.base_model import shards_parameters
@@ -318,7 +322,7 @@ def train_prm(config, base, data_dir: Path, *, resume: bool = False, callbacks=(
     data = read_prm_dataset(Path(data_dir), config.loss)
     checkpoint = checkpoint_to_resume(output_dir, resume)
     tokenizer = load_tokenizer(base)
-    template_kwargs = base.chat_template_kwargs if config.chat_template_kwargs is None else config.chat_template_kwargs
+    template_kwargs = base.template_kwargs(config.chat_template_kwargs)
     train, train_stats = scored_sequences(tokenizer, data["train"], template_kwargs, config.max_length)
     validation, validation_stats = scored_sequences(tokenizer, data["validation"], template_kwargs,
                                                     config.max_length)
@@ -342,9 +346,6 @@ def train_prm(config, base, data_dir: Path, *, resume: bool = False, callbacks=(
 
     train_labels = [label for sequence in train for label in sequence["labels"]]
     model = build_prm(base, config, initial_label_rate=sum(train_labels) / len(train_labels) if train_labels else 0.5)
-    extra_callbacks = list(callbacks)
-    if config.early_stopping_patience:
-        extra_callbacks.append(EarlyStoppingCallback(early_stopping_patience=config.early_stopping_patience))
     trainer = PRMTrainer(
         model=model,
         args=config,
@@ -353,7 +354,7 @@ def train_prm(config, base, data_dir: Path, *, resume: bool = False, callbacks=(
         eval_dataset=validation_items,
         processing_class=tokenizer,
         compute_metrics=compute_prm_metrics,
-        callbacks=extra_callbacks,
+        callbacks=training_callbacks(config, callbacks),
         loss=config.loss,
         bt_weight=config.bt_weight,
     )

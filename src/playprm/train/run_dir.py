@@ -61,3 +61,13 @@ def run_summary(trainer, result) -> dict:
         "gradient_accumulation_steps": config.gradient_accumulation_steps,
         "world_size": config.world_size,
     }
+
+
+def training_callbacks(config, callbacks=()) -> list:
+    """``callbacks`` plus early stopping on ``metric_for_best_model`` when the config asks for it."""
+    from transformers import EarlyStoppingCallback
+
+    extra = list(callbacks)
+    if config.early_stopping_patience:
+        extra.append(EarlyStoppingCallback(early_stopping_patience=config.early_stopping_patience))
+    return extra

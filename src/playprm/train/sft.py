@@ -15,16 +15,19 @@ true context, at the cost of re-encoding the history.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from playprm import chat
 from playprm.train.base_model import BaseModel
 from playprm.train.dataset_files import read_splits, sft_record_problem
-from playprm.train.run_dir import METRICS_FILE, check_batch_fits, checkpoint_to_resume, run_summary
-
-logger = logging.getLogger(__name__)
+from playprm.train.run_dir import (
+    METRICS_FILE,
+    check_batch_fits,
+    checkpoint_to_resume,
+    run_summary,
+    training_callbacks,
+)
 
 IGNORE = -100  # label of tokens outside assistant replies
 REGISTRY_FILE = "model_registry.json"
@@ -147,7 +150,7 @@ def train_sft(config, base: BaseModel, data_dir: Path, *, resume: bool = False, 
     the model loads.
     """
     from datasets import Dataset
-    from transformers import AutoModelForCausalLM, EarlyStoppingCallback
+    from transformers import AutoModelForCausalLM
     from trl import SFTTrainer
 
     from playprm.atomic import write_json
@@ -158,7 +161,7 @@ def train_sft(config, base: BaseModel, data_dir: Path, *, resume: bool = False, 
     splits = read_splits(Path(data_dir), sft_record_problem, "sft-data")
     checkpoint = checkpoint_to_resume(output_dir, resume)
     tokenizer = load_tokenizer(base)
-    template_kwargs = base.chat_template_kwargs if config.chat_template_kwargs is None else config.chat_template_kwargs
+    template_kwargs = base.template_kwargs(config.chat_template_kwargs)
     train = tokenize_split(tokenizer, splits["train"], template_kwargs, config.max_length)
     validation = tokenize_split(tokenizer, splits["validation"], template_kwargs, config.max_length)
     check_batch_fits(config, len(train.sequences), "sequences")
@@ -168,9 +171,6 @@ def train_sft(config, base: BaseModel, data_dir: Path, *, resume: bool = False, 
                  f"{validation.describe('validation', config.max_length)}")
 
     model = load_base_model(AutoModelForCausalLM, base, config)
-    extra_callbacks = list(callbacks)
-    if config.early_stopping_patience:
-        extra_callbacks.append(EarlyStoppingCallback(early_stopping_patience=config.early_stopping_patience))
     trainer = SFTTrainer(
         model=model,
         args=config,
@@ -178,7 +178,7 @@ def train_sft(config, base: BaseModel, data_dir: Path, *, resume: bool = False, 
         eval_dataset=Dataset.from_list(validation.sequences),
         processing_class=tokenizer,
         peft_config=lora_config(config, "CAUSAL_LM"),
-        callbacks=extra_callbacks,
+        callbacks=training_callbacks(config, callbacks),
     )
     result = trainer.train(resume_from_checkpoint=checkpoint)
     metrics = {
