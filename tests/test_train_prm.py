@@ -20,6 +20,15 @@ TINY_RECIPE = REPO_ROOT / "recipes" / "tiny" / "prm.yaml"
 WORDS = ["apple", "house", "river", "stone", "cloud", "bread"]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def one_cpu_thread():
+    """The tiny model gains nothing from more threads, and on a shared CPU they only contend; restored after."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def episode_records(episode: int, rng: random.Random, turns: int = 3) -> tuple[list[dict], list[dict]]:
     """Turn records of one player's episode whose label is 1 exactly when the reply says GOOD, and pairs."""
     records, pairs = [], []
@@ -219,3 +228,12 @@ def test_bad_prm_input_is_a_one_line_usage_error(problem, extra, expected, tiny_
     error = capsys.readouterr().err.strip()
     assert expected in error and "\n" not in error.splitlines()[-1]
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("recipe", sorted((REPO_ROOT / "recipes").glob("*/prm*.yaml")), ids=lambda p: p.parent.name)
+def test_prm_recipes_name_only_known_settings(recipe):
+    from playprm.train.prm_config import PRMTrainingConfig
+    from playprm.train.recipe import load_recipe
+
+    settings = load_recipe(recipe, PRMTrainingConfig, fixed=("model", "data"))
+    assert settings["model"] and settings.get("loss", "bce") in ("bce", "bt", "both")

@@ -21,6 +21,15 @@ TINY_RECIPE = REPO_ROOT / "recipes" / "tiny" / "sft.yaml"
 QUICK = ["--disable-tqdm", "true", "--logging-steps", "1"]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def one_cpu_thread():
+    """The tiny model gains nothing from more threads, and on a shared CPU they only contend; restored after."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def conversation(index: int) -> dict:
     """A short wordle-like dialogue; the replies repeat across conversations so a tiny model can learn them."""
     return {
@@ -288,3 +297,15 @@ def test_command_line_settings_win_over_the_recipe_and_the_recipe_over_the_defau
                  "effective_batch_size", "max_length", "lora_r", "lora_alpha", "lora_dropout",
                  "lora_target_modules", "early_stopping_patience"):
         assert card[name] == defaults[name].default, name
+
+
+@pytest.mark.parametrize("recipe", sorted((REPO_ROOT / "recipes").glob("*/sft*.yaml")),
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_sft_recipes_name_only_known_settings(recipe):
+    from playprm.train.recipe import load_recipe
+    from playprm.train.sft_config import SFTTrainingConfig
+
+    settings = load_recipe(recipe, SFTTrainingConfig, fixed=("model", "data"))
+    assert settings["model"]
+    if settings.get("deepspeed"):
+        assert (REPO_ROOT / settings["deepspeed"]).is_file()

@@ -71,9 +71,9 @@ def _record_turn(episode: Episode, records: list, text: str) -> None:
 def collect(tasks, *, policy, policy_name: str, run_dir: Path, settings: CollectSettings, gen_args: dict,
             progress: bool = True) -> runner.RunSummary:
     """Play every task as a (possibly branched) rollout tree; returns a summary of leaves written."""
-    from tqdm import tqdm
-
     import time
+
+    from tqdm import tqdm
 
     started = time.perf_counter()
     summary = runner.RunSummary(planned=len(tasks), unit="rollout trees")
