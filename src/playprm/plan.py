@@ -34,13 +34,18 @@ playprm collect --policy-model qwen3.5-27b-base --game-all --samples-per-instanc
 playprm sft-data --results-dir rollouts --out sft-data --tokenizer "$BASE" --max-length 1024
 playprm prm-data --results-dir rollouts --labels both --out prm-data
 
-# 3. QLoRA SFT and PRM training (4 GPUs each; see slurm/)
-sbatch --wait slurm/sft.sbatch
-sbatch --wait slurm/prm.sbatch
+# 3. QLoRA SFT and PRM training on the GPU nodes (slurm/train_*.sbatch run the recipes under recipes/qwen3.5-27b)
+mkdir -p logs
+sbatch --wait --export=ALL,DATA=sft-data,OUT=runs/Qwen3.5-27B-sft-ep1 slurm/train_sft.sbatch
+sbatch --wait --export=ALL,DATA=prm-data,OUT=runs/Qwen3.5-27B-prm slurm/train_prm.sbatch
 
-# 4. evaluation: greedy, best-of-4, beam search, as SLURM array shards; 5. report
-sbatch --wait --array=0-$((N_SHARDS - 1)) slurm/eval_array.sbatch
-playprm report --compare results/* --out report
+# 4. evaluation as SLURM array shards, each mode in its own results folder; 5. the side-by-side report
+for MODE in greedy best-of-n beam-search; do
+  sbatch --wait --array=0-$((N_SHARDS - 1)) --export=ALL,MODE=$MODE,N_CANDIDATES=4,POLICY=Qwen3.5-27B-sft-ep1,\
+REGISTRY_DIR=runs/Qwen3.5-27B-sft-ep1,PRM=runs/Qwen3.5-27B-prm,RESULTS=results/$MODE slurm/eval_array.sbatch
+  playprm merge --results-dir results/$MODE/shard_* --out results/$MODE/all
+done
+playprm report --compare results/greedy/all results/best-of-n/all results/beam-search/all --out report
 """
 
 SETTINGS = """# Model card settings used by this plan

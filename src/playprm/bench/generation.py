@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import torch
 
 from playprm.bench import workload
-from playprm.bench.report import Figure, Goal, median, ratio, seconds
+from playprm.bench.report import Figure, Goal, ratio, seconds
 from playprm.bench.timing import alternate
 
 PATHS = {
@@ -174,4 +174,36 @@ def _n4_goal(trial, ns) -> Goal:
                 why_missed=why)
 
 
-__all__ = ["run", "batched", "per_candidate", "num_return_sequences", "clemcore", "paths_for", "median"]
+def thread_sensitivity(models: workload.ModelPair, *, contexts: int = 16, max_tokens: int = 24,
+                       pairs: int = 3) -> Figure:
+    """HFPolicy's batched greedy call at one torch thread against all usable cores, under this run's load."""
+    from playprm.bench.timing import usable_cpus
+    from playprm.models.hf import HFPolicy
+    from playprm.models.registry import resolve_policy
+
+    started = time.perf_counter()
+    policy = HFPolicy(resolve_policy(str(models.policy)))
+    batch = workload.game_contexts(contexts)
+    cores = usable_cpus()
+
+    def call(threads: int):
+        with workload.torch_threads(threads):
+            return batched(policy, batch, 1, 0.0, max_tokens)
+
+    trial = alternate({f"{cores} threads": lambda: call(cores), "1 thread": lambda: call(1)}, pairs=pairs)
+    many, one = trial.median(f"{cores} threads"), trial.median("1 thread")
+    same = trial.outputs[f"{cores} threads"].texts == trial.outputs["1 thread"].texts
+    rows = [[name, seconds(trial.median(name)), ratio(trial.median(name) / many)] for name in trial.times]
+    return Figure(
+        key="threads", title="0. Torch threads under this run's load",
+        setup=(f"HFPolicy, {contexts} game contexts, greedy, {max_tokens} new tokens, the {models.label} tiny "
+               f"policy, {pairs} alternated rounds. playprm's loader uses every usable core "
+               f"(`use_all_cpu_threads`), clemcore's sets one thread; this says which one this machine favoured "
+               f"during the run."),
+        header=["torch threads", "wall s", f"x {cores} threads"], rows=rows, raw=trial.times,
+        notes=[f"One thread took {one / many:.2f}x the time of {cores}; outputs identical: {same}. On a machine "
+               f"whose cores are shared with other busy processes, OpenMP threads that spin-wait for each other "
+               f"lose time, and one thread can win (seen while writing this suite: 1 thread about 2-8x faster "
+               f"under a load average of 3-4 on 2 cores; OMP_WAIT_POLICY=PASSIVE narrowed the gap)."],
+        seconds=time.perf_counter() - started,
+    )

@@ -222,7 +222,8 @@ class PRMTrainer(Trainer):
         item_margins = torch.zeros(len(rows), device=margins.device)
         item_margins[is_pair] = margins  # pairs are collated in item order
         # one entry per item: a pair item's labels are all IGNORE, a record item's margin is unused
-        return loss.detach(), (torch.sigmoid(record_logits[rows]), item_margins), (inputs["labels"][rows], is_pair)
+        return (loss.detach(), (torch.sigmoid(record_logits[rows]), item_margins),
+                (inputs["labels"][rows], is_pair.long()))  # integers gather on every backend
 
     def _save(self, output_dir: str | None = None, state_dict=None) -> None:
         from safetensors.torch import save_file
@@ -248,13 +249,18 @@ class PRMTrainer(Trainer):
             logger.warning("unexpected keys in the PRM checkpoint: %s", load_result.unexpected_keys)
 
 
+def scored_items(prediction):
+    """``(probabilities, labels, pair margins)`` of the labelled turns and the pairs in a Trainer prediction."""
+    (probabilities, margins), (labels, is_pair) = prediction.predictions, prediction.label_ids
+    mask = labels != IGNORE
+    return probabilities[mask], labels[mask], margins[is_pair.astype(bool)]
+
+
 def compute_prm_metrics(prediction) -> dict:
     """``Trainer`` hook: AUROC, Brier score (and pair accuracy) of the validation predictions."""
     from playprm.train.prm_metrics import prm_metrics
 
-    (probabilities, margins), (labels, is_pair) = prediction.predictions, prediction.label_ids
-    mask = labels != IGNORE
-    metrics = prm_metrics(probabilities[mask], labels[mask], margins[is_pair.astype(bool)])
+    metrics = prm_metrics(*scored_items(prediction))
     return {key: metrics[key] for key in ("auroc", "brier", "pair_accuracy") if key in metrics}
 
 
@@ -360,10 +366,9 @@ def train_prm(config, base, data_dir: Path, *, resume: bool = False, callbacks=(
     )
     result = trainer.train(resume_from_checkpoint=checkpoint)
     prediction = trainer.predict(validation_items, metric_key_prefix="validation")
-    (probabilities, margins), (labels, is_pair) = prediction.predictions, prediction.label_ids
-    mask = labels != IGNORE
-    scores = prm_metrics(probabilities[mask], labels[mask], margins[is_pair.astype(bool)])
-    bins = calibration_bins(probabilities[mask], labels[mask])
+    probabilities, labels, margins = scored_items(prediction)
+    scores = prm_metrics(probabilities, labels, margins)
+    bins = calibration_bins(probabilities, labels)
     metrics = {
         **{f"validation_{key}": value for key, value in scores.items()},
         "validation_loss": prediction.metrics.get("validation_loss"),
