@@ -123,3 +123,60 @@ def test_shards_partition_the_plan(tmp_path):
     shards = [runner.plan([Entry()], instances, {"g": object()}, tmp_path, shard=(i, 3)) for i in range(3)]
     keys = sorted(t.key for s in shards for t in s)
     assert keys == sorted(t.key for t in full)
+
+
+class ChunkPolicy:
+    """Continues a reply with fixed chunks: 'A' chunks are good, 'B' chunks bad; the third chunk ends the reply."""
+
+    def __init__(self):
+        self.prefixes_seen = []
+
+    def generate(self, contexts, *, n=1, temperature=0.0, max_tokens=8, seed=None, prefixes=None):
+        from playprm.models.base import Candidate
+
+        self.prefixes_seen.append(list(prefixes))
+        out = []
+        for prefix in prefixes:
+            depth = prefix.count("|")
+            out.append([Candidate(text=f"{'AB'[k % 2]}{depth}|", num_tokens=2, logprob=-1.0, finished=depth >= 2)
+                        for k in range(n)])
+        return out
+
+
+class CountingScorer:
+    """Scores a partial reply by its share of good chunks."""
+
+    def __init__(self):
+        from playprm.prm.scorer import ScoreStats
+
+        self.stats = ScoreStats()
+
+    def score(self, contexts, candidates):
+        return [[t.count("A") / max(1, t.count("|")) for t in group] for group in candidates]
+
+
+def test_lookahead_free_beam_grows_the_reply_the_prm_ranks_best_without_the_game():
+    from playprm.search import lookahead_free_beam
+
+    policy = ChunkPolicy()
+    settings = SearchSettings(n_candidates=4, beam_width=2, max_tokens=64, num_beam_iterations=8, temperature=1.0)
+    (choice,) = lookahead_free_beam.choose([[{"role": "user", "content": "go"}]], policy, CountingScorer(), settings)
+    assert choice.text == "A0|A1|A2|"
+    assert all(len(p) <= 2 for p in policy.prefixes_seen)  # never more than beam_width partial replies
+    assert choice.generated_tokens == 2 * (2 + 4 + 4)  # all sampled continuations are charged
+    assert choice.scores[choice.chosen] == max(choice.scores)
+
+
+def test_lookahead_free_beam_is_an_honest_mode(tiny_models, tmp_path):
+    import json
+
+    from playprm.config import EvalConfig
+    from playprm.play import run_eval
+
+    cfg = EvalConfig(policy_model=str(tiny_models["policy"]), mode="lf-beam", prm_path=tiny_models["prm"],
+                     games=["referencegame"], limit=1, max_tokens=16, n_candidates=4, beam_width=2,
+                     num_beam_iterations=2, results_dir=tmp_path)
+    run_dir, summary = run_eval(cfg, progress=False)
+    meta = json.loads((run_dir / "playprm_run.json").read_text())
+    assert meta["mode"] == "lf-beam" and meta["env_lookahead"] is False
+    assert sum(summary.played.values()) == 2

@@ -10,8 +10,8 @@ from pathlib import Path
 from playprm.errors import UsageError
 from playprm.search.base import AGGREGATES
 
-MODES = ("greedy", "best-of-n", "beam-search", "dvts")
-GUIDED_MODES = ("best-of-n", "beam-search", "dvts")
+MODES = ("greedy", "best-of-n", "beam-search", "dvts", "lf-beam")
+GUIDED_MODES = ("best-of-n", "beam-search", "dvts", "lf-beam")
 LOOKAHEAD_MODES = ("beam-search", "dvts")  # they step the game with actions that are finally not played
 
 
@@ -65,9 +65,9 @@ class EvalConfig:
             raise UsageError(f"--mode {self.mode} with --temperature 0 yields N identical candidates; use e.g. 0.7")
         if self.n_candidates < 1:
             raise UsageError(f"--n-candidates {self.n_candidates} must be at least 1")
-        if self.mode in LOOKAHEAD_MODES and self.beam_width < 1:
+        if self.mode in (*LOOKAHEAD_MODES, "lf-beam") and self.beam_width < 1:
             raise UsageError(f"--beam-width {self.beam_width} must be at least 1")
-        if self.mode in LOOKAHEAD_MODES and self.beam_width > self.n_candidates:
+        if self.mode in (*LOOKAHEAD_MODES, "lf-beam") and self.beam_width > self.n_candidates:
             raise UsageError(f"--beam-width {self.beam_width} is larger than --n-candidates {self.n_candidates}; "
                              f"a beam cannot keep more trajectories than it expands")
         if self.num_beam_iterations < 1:
@@ -102,6 +102,8 @@ class EvalConfig:
             tag += f"-bon{self.n_candidates}"
         elif self.mode == "beam-search":
             tag += f"-beam{self.beam_width}x{self.n_candidates}-{self.aggregate}"
+        elif self.mode == "lf-beam":
+            tag += f"-lfbeam{self.beam_width}x{self.n_candidates}"
         elif self.mode == "dvts":
             tag += f"-dvts{self.n_candidates}w{self.beam_width}-{self.aggregate}"
         if self.guide_roles and self.mode != "greedy":

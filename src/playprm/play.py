@@ -7,7 +7,7 @@ from pathlib import Path
 
 from playprm.config import EvalConfig
 from playprm.errors import UsageError
-from playprm.search import beam_search, best_of_n, dvts, greedy
+from playprm.search import beam_search, best_of_n, dvts, greedy, lookahead_free_beam
 from playprm.search.base import SearchSettings
 
 SEARCHES = {"beam-search": beam_search.search, "dvts": dvts.search}
@@ -38,7 +38,8 @@ def turn_player(mode: str, policy, scorer, settings: SearchSettings, is_guided, 
         guided = [e for e in pending if mode != "greedy" and is_guided(e.pending)]
         plain = [e for e in pending if not (mode != "greedy" and is_guided(e.pending))]
         if guided:
-            choices = best_of_n.choose([e.pending.context for e in guided], policy, scorer, settings)
+            strategy = lookahead_free_beam if mode == "lf-beam" else best_of_n
+            choices = strategy.choose([e.pending.context for e in guided], policy, scorer, settings)
             for e, c in zip(guided, choices):
                 e.turn_scores.append(c.scores[c.chosen])
                 e.play(c.text, log=c.log(mode), generated_tokens=c.generated_tokens, prm_tokens=c.prm_tokens)

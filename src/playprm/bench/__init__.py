@@ -1,0 +1,15 @@
+"""The benchmark suite behind ``playprm bench`` and the scripts in ``benchmarks/``.
+
+Each module measures one thing, with its paths alternated pair by pair in one process (``timing.alternate``):
+
+- ``generation``: N candidates per context (HFPolicy against one call per candidate, transformers'
+  ``num_return_sequences`` and clemcore's HuggingfaceLocalModel), and the torch thread count;
+- ``scoring``: shared-context PRM scoring against one candidate and the naive full-sequence path;
+- ``episodes``: ``playprm eval`` against clemcore's own runner, and best-of-N against greedy;
+- ``growth``: beam-search time against B x N, and memory over a long run.
+
+``suite`` runs them all and ``report`` writes BENCHMARKS.md. Nothing here is imported by the CLI until
+``playprm bench`` runs.
+"""
+
+FIGURES = ("threads", "generation", "prm", "episodes", "best_of_n", "beam_growth", "memory")

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import shutil
@@ -70,12 +71,16 @@ def eval_config(policy_model: str, results_dir: Path, *, limit: int, max_tokens:
                       temperature=0.0 if mode == "greedy" else 0.7)
 
 
-def playprm_eval(models: workload.ModelPair, runs: Runs, *, limit: int, max_tokens: int):
-    """A whole ``playprm eval`` as the Python API runs it: model load included, like clemcore's run."""
+def playprm_eval(models: workload.ModelPair, runs: Runs, *, limit: int, max_tokens: int, policy=None,
+                 threads: int | None = None):
+    """A whole ``playprm eval`` as the Python API runs it: model load included, like clemcore's run, unless a
+    loaded ``policy`` is given; ``threads`` runs it at that torch thread count."""
     from playprm.play import run_eval
 
-    _, summary = run_eval(eval_config(str(models.policy), runs.new("playprm"), limit=limit, max_tokens=max_tokens),
-                          progress=False)
+    label = "playprm" if policy is None else "playprm-preloaded"
+    config = eval_config(str(models.policy), runs.new(label), limit=limit, max_tokens=max_tokens)
+    with workload.torch_threads(threads) if threads else contextlib.nullcontext():
+        _, summary = run_eval(config, policy=policy, progress=False)
     return summary
 
 
@@ -109,6 +114,9 @@ def throughput(models: workload.ModelPair, work: Path, *, limit: int = 2, max_to
     """Figure 3: playprm eval against clemcore's runner at each batch size; the faster clemcore one counts."""
     from transformers import AutoTokenizer
 
+    from playprm.models.hf import HFPolicy
+    from playprm.models.registry import resolve_policy
+
     started = time.perf_counter()
     tokenizer = AutoTokenizer.from_pretrained(str(models.policy))
     workspace = workload.write_clem_workspace(work / "clem-workspace", CLEM_MODEL, models.policy, tokenizer)
@@ -117,7 +125,12 @@ def throughput(models: workload.ModelPair, work: Path, *, limit: int = 2, max_to
         benchmark.close()
     selection = {(t.experiment["name"], t.instance["game_id"]) for t in tasks}
     runs = Runs(work / "episode-runs")
-    calls = {"playprm eval": lambda: playprm_eval(models, runs, limit=limit, max_tokens=max_tokens)}
+    preloaded = HFPolicy(resolve_policy(str(models.policy)))
+    calls = {
+        "playprm eval": lambda: playprm_eval(models, runs, limit=limit, max_tokens=max_tokens),
+        "playprm eval, 1 thread, model loaded once": lambda: playprm_eval(
+            models, runs, limit=limit, max_tokens=max_tokens, policy=preloaded, threads=1),
+    }
     for b in batch_sizes:
         calls[f"clem run -b {b}"] = (lambda b=b: clem_run(workspace, runs, selection, batch_size=b,
                                                            max_tokens=max_tokens))
@@ -133,7 +146,7 @@ def throughput(models: workload.ModelPair, work: Path, *, limit: int = 2, max_to
     costs = run_costs(runs.last["playprm"])
     measured = trial.median(best) / ours
     goals = [Goal(
-        text=f"playprm >= 5x faster than clemcore's runner at its best batch size ({best})", measured=measured,
+        text=f"playprm eval >= 5x faster than clemcore's runner at its best batch size ({best})", measured=measured,
         limit=5, met=measured >= 5,
         why_missed=(f"every episode here ends after {costs['policy_turns'] / max(costs['episodes'], 1):.1f} policy "
                     f"turn(s) on average (a random model breaks the reply formats), so a run is one batch of "

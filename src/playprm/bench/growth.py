@@ -33,7 +33,9 @@ def beam_growth(models: workload.ModelPair, work: Path, *, points=((1, 2), (2, 2
         config.beam_width = beams
         return run_eval(config, policy=policy, scorer=scorer, progress=False)[1]
 
-    trial = alternate({f"B={b} N={n}": (lambda b=b, n=n: search(b, n)) for b, n in points}, pairs=pairs)
+    search(*points[0])  # untimed: the smallest point warms the models up
+    trial = alternate({f"B={b} N={n}": (lambda b=b, n=n: search(b, n)) for b, n in points}, pairs=pairs, warmup=0)
+    fork_ms = fork_cost()
     xs = [float(b * n) for b, n in points]
     ys = [trial.median(f"B={b} N={n}") for b, n in points]
     slope, intercept, r2 = linear_fit(xs, ys)
@@ -45,6 +47,10 @@ def beam_growth(models: workload.ModelPair, work: Path, *, points=((1, 2), (2, 2
     episodes = run_costs(runs.last[f"beam{points[0][0]}x{points[0][1]}"])["episodes"]
     notes = [
         f"Linear fit: time = {intercept:.3f} s + {slope * 1000:.1f} ms x (B x N), R^2 = {r2:.3f}.",
+        "One `Episode.fork` (a deep copy of the game) at the first turn: "
+        + ", ".join(f"{game} {ms:.1f} ms" for game, ms in fork_ms.items())
+        + ". Wordle's guesser keeps the whole allowed-word list (`WordleGuesser._candidates`) in its state, "
+        "and every fork deep-copies it.",
         "Replies are the model's sampled text behind a valid `GUESS:` line (ValidGuessPolicy), so each episode "
         "plays its six guesses; every guess expands each open beam into N game copies (`Episode.fork`), "
         "generates and PRM-scores B x N candidates in one call each. Token counts are those charged to the "
@@ -57,6 +63,20 @@ def beam_growth(models: workload.ModelPair, work: Path, *, points=((1, 2), (2, 2
         header=["B", "N", "B x N", "wall s", "fit s", "episodes", "generated tokens", "PRM tokens"], rows=rows,
         raw=trial.times, notes=notes, seconds=time.perf_counter() - started,
     )
+
+
+def fork_cost(copies: int = 20) -> dict[str, float]:
+    """Milliseconds per ``Episode.fork`` of each built-in game's first episode, at its first policy turn."""
+    costs: dict[str, float] = {}
+    with workload.started_episodes(1) as episodes:
+        for episode in episodes:
+            if episode.task.game in costs or episode.done:
+                continue
+            start = time.perf_counter()
+            for _ in range(copies):
+                episode.fork()
+            costs[episode.task.game] = (time.perf_counter() - start) / copies * 1000
+    return costs
 
 
 def memory(models: workload.ModelPair, work: Path, *, episodes: int = 500, max_tokens: int = 4,

@@ -53,8 +53,10 @@ def tiny_pair(work: Path, size: TinySize) -> ModelPair:
 
 def quiet() -> None:
     """Keep the suite's output readable: no weight-loading bars, no per-game info lines from clemcore."""
+    import clemcore  # noqa: F401  (its import configures logging; levels set before it would be reset)
     import transformers
 
+    os.environ.setdefault("TQDM_DISABLE", "1")  # clemcore's batch runner draws progress bars
     transformers.utils.logging.disable_progress_bar()
     transformers.utils.logging.set_verbosity_error()
     for name in ("clemcore.run", "clemcore.cli", "clemcore.backends", "clemcore.clemgame.envs"):
@@ -72,20 +74,24 @@ def episode_tasks(run_dir: Path, limit: int, games: list[str] | None = None, sam
     return runner.plan(entries, instances, benchmarks, run_dir, samples=samples, folder=folder), benchmarks
 
 
-def game_contexts(count: int, limit: int = 2) -> list[list[dict]]:
-    """The first policy turn of built-in game episodes (``limit`` per experiment), cycled to ``count`` contexts."""
+@contextlib.contextmanager
+def started_episodes(limit: int):
+    """Episodes of the built-in games (``limit`` instances per experiment) started up to their first policy
+    turn; nothing is written. The games' benchmarks are closed on exit."""
     from playprm.episode import Episode
 
     tasks, benchmarks = episode_tasks(Path("unused-run-dir"), limit)
     try:
-        contexts = []
-        for task in tasks:
-            episode = Episode.start(task, "bench", "bench", {})
-            if episode.pending is not None:
-                contexts.append(episode.pending.context)
+        yield [Episode.start(task, "bench", "bench", {}) for task in tasks]
     finally:
         for benchmark in benchmarks.values():
             benchmark.close()
+
+
+def game_contexts(count: int, limit: int = 2) -> list[list[dict]]:
+    """The first policy turn of built-in game episodes (``limit`` per experiment), cycled to ``count`` contexts."""
+    with started_episodes(limit) as episodes:
+        contexts = [e.pending.context for e in episodes if e.pending is not None]
     return [contexts[i % len(contexts)] for i in range(count)]
 
 

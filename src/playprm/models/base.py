@@ -13,6 +13,7 @@ class Candidate:
     text: str
     num_tokens: int  # generated tokens, end-of-turn token included when it was produced
     logprob: float  # sum of the tokens' log-probabilities under the model (temperature 1)
+    finished: bool = True  # False when generation stopped at max_tokens before the end-of-turn token
 
 
 @dataclass
@@ -47,7 +48,10 @@ class Policy(Protocol):
     spec: PolicySpec
 
     def generate(self, contexts: list[list[dict]], *, n: int = 1, temperature: float = 0.0,
-                 max_tokens: int = 256, seed: int | None = None) -> list[list[Candidate]]: ...
+                 max_tokens: int = 256, seed: int | None = None,
+                 prefixes: list[str] | None = None) -> list[list[Candidate]]: ...
+    # ``prefixes`` (optional, transformers backend): continue each context's reply from this text; the
+    # candidates then hold only the continuation.
 
 
 def printable(text: str) -> str:

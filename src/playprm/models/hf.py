@@ -91,11 +91,16 @@ class HFPolicy:
         return chat.prompt_ids(self.tokenizer, context, self.spec.chat_template_kwargs)
 
     def generate(self, contexts: list[list[dict]], *, n: int = 1, temperature: float = 0.0,
-                 max_tokens: int = 256, seed: int | None = None) -> list[list[Candidate]]:
-        """Per context, ``n`` candidates. Contexts are sorted by length and decoded in chunks."""
+                 max_tokens: int = 256, seed: int | None = None,
+                 prefixes: list[str] | None = None) -> list[list[Candidate]]:
+        """Per context, ``n`` candidates (continuations of ``prefixes`` when given). Contexts are sorted by length
+        and decoded in chunks."""
         if not contexts:
             return []
         prompts = [self.prompt_ids(context) for context in contexts]
+        if prefixes is not None:
+            prompts = [p + self.tokenizer(prefix, add_special_tokens=False).input_ids if prefix else p
+                       for p, prefix in zip(prompts, prefixes)]
         order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
         per_chunk = max(1, self.max_batch_rows // n)
         generator = torch.Generator(device="cpu")
@@ -158,8 +163,10 @@ class HFPolicy:
         candidates: list[Candidate] = []
         for row in range(rows):
             ids = tokens[row, : int(lengths[row])].tolist()
-            text_ids = ids[:-1] if ids and ids[-1] in stop_set else ids
+            stopped = bool(ids) and ids[-1] in stop_set
+            text_ids = ids[:-1] if stopped else ids
             text = self.tokenizer.decode(text_ids, skip_special_tokens=False)
-            candidates.append(Candidate(text=text, num_tokens=len(ids), logprob=float(logprob_sum[row])))
+            candidates.append(Candidate(text=text, num_tokens=len(ids), logprob=float(logprob_sum[row]),
+                                        finished=stopped))
         self.generated_tokens += int(lengths.sum())
         return [candidates[i * n:(i + 1) * n] for i in range(len(prompts))]

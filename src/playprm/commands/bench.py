@@ -1,0 +1,49 @@
+"""``playprm bench``: the CPU benchmark suite, written to BENCHMARKS.md (see ``playprm.bench``)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from playprm.errors import UsageError
+
+
+def register(subparsers) -> None:
+    from playprm.bench import FIGURES
+
+    parser = subparsers.add_parser(
+        "bench", help="run the CPU benchmark suite (alternated A/B timings) and write BENCHMARKS.md")
+    parser.add_argument("--out", type=Path, default=Path("BENCHMARKS.md"),
+                        help="markdown file to write; its text outside the generated block is kept "
+                             "(default: BENCHMARKS.md)")
+    parser.add_argument("--quick", action="store_true",
+                        help="tiny sizes and one round (seconds; checks that the suite runs, numbers mean nothing)")
+    parser.add_argument("--only", action="append", choices=FIGURES, metavar="FIGURE",
+                        help=f"run only this figure (repeatable): {', '.join(FIGURES)}")
+    parser.add_argument("--json", type=Path, help="also write every figure, raw times included, as JSON here")
+    parser.add_argument("--work", type=Path,
+                        help="folder for the tiny models and run results (kept, models reused); default: a "
+                             "temporary folder")
+    parser.set_defaults(func=run)
+
+
+def run(args) -> int:
+    if args.out.exists() and not args.out.is_file():
+        raise UsageError(f"--out {args.out} exists and is not a file; give a markdown file path")
+    if not args.out.parent.exists() and str(args.out.parent) not in ("", "."):
+        raise UsageError(f"--out {args.out}: folder {args.out.parent} does not exist; create it first")
+    if args.work is not None and args.work.exists() and not args.work.is_dir():
+        raise UsageError(f"--work {args.work} exists and is not a directory")
+    if args.json is not None and args.json.exists() and not args.json.is_file():
+        raise UsageError(f"--json {args.json} exists and is not a file")
+    from playprm.bench.suite import run_suite, write_outputs
+
+    command = "playprm " + " ".join(sys.argv[1:]) if "bench" in sys.argv[1:] else "playprm bench"
+    figures, machine, total = run_suite(quick=args.quick, only=args.only, work=args.work,
+                                        log=lambda line: print(line, file=sys.stderr, flush=True))
+    path = write_outputs(figures, machine, total, out=args.out, command=command, json_path=args.json)
+    for figure in figures:
+        for goal in figure.goals:
+            print(f"{figure.title}: {goal.text}: {goal.measured:.2f} ({'met' if goal.met else 'missed'})")
+    print(f"wrote {path} ({total:.0f} s)")
+    return 0

@@ -1,0 +1,69 @@
+"""Lookahead-free beam search: a beam over the *reply* of one turn, ranked by the PRM before the game answers.
+
+The reply is grown in chunks of ``max_tokens // num_beam_iterations`` tokens (at least 8). Each of the B partial
+replies is extended with ``N // B`` sampled continuations (at least one), every partial reply is scored by the
+PRM as if it ended there, and the B best are kept; replies that reached their end-of-turn token stay in the pool.
+The best finished reply is played. The game only ever sees that one reply, so, unlike ``beam-search``, the mode
+is honest (``env_lookahead: false``). Needs a policy that can continue a reply (``prefixes``): the transformers
+backend.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from playprm.models.base import Candidate, clean_candidates
+from playprm.search.base import Choice, SearchSettings, argmax
+
+
+@dataclass
+class _Partial:
+    text: str
+    tokens: int
+    logprob: float
+    finished: bool
+    score: float = 0.0
+
+
+def choose(contexts: list[list[dict]], policy, scorer, settings: SearchSettings) -> list[Choice]:
+    """For each context, the reply the PRM ranks best, grown chunk by chunk without asking the game."""
+    width = max(1, settings.beam_width)
+    per_beam = max(1, settings.n_candidates // width)
+    chunk = max(8, settings.max_tokens // max(1, settings.num_beam_iterations))
+    beams: list[list[_Partial]] = [[_Partial("", 0, 0.0, False)] for _ in contexts]
+    generated = [0] * len(contexts)
+    prm_before = scorer.stats.tokens
+    for _ in range(settings.num_beam_iterations):
+        open_ = [(i, b) for i, group in enumerate(beams) for b in group if not b.finished]
+        if not open_:
+            break
+        outputs = clean_candidates(policy.generate(
+            [contexts[i] for i, _ in open_], n=per_beam, temperature=settings.temperature,
+            max_tokens=chunk, seed=settings.next_seed(), prefixes=[b.text for _, b in open_]))
+        children: list[list[_Partial]] = [[] for _ in contexts]
+        for (i, beam), continuations in zip(open_, outputs):
+            for c in continuations:
+                generated[i] += c.num_tokens
+                tokens = beam.tokens + c.num_tokens
+                children[i].append(_Partial(beam.text + c.text, tokens, beam.logprob + c.logprob,
+                                            c.finished or tokens >= settings.max_tokens))
+        rows = [i for i in range(len(contexts)) if children[i]]
+        scores = scorer.score([contexts[i] for i in rows], [[p.text for p in children[i]] for i in rows])
+        for i, group in zip(rows, scores):
+            for partial, score in zip(children[i], group):
+                partial.score = score
+            pool = [b for b in beams[i] if b.finished] + children[i]
+            beams[i] = sorted(pool, key=lambda p: -p.score)[:width]
+    spent = scorer.stats.tokens - prm_before
+    total = sum(generated) or 1
+    choices = []
+    for i, group in enumerate(beams):
+        finished = [b for b in group if b.finished] or group
+        candidates = [Candidate(text=b.text, num_tokens=b.tokens, logprob=b.logprob, finished=b.finished)
+                      for b in finished]
+        scores = [b.score for b in finished]
+        best = argmax(scores)
+        # charged with every sampled continuation, not only the surviving beams
+        choices.append(Choice(text=candidates[best].text, candidates=candidates, scores=scores, chosen=best,
+                              prm_tokens=round(spent * generated[i] / total), search_tokens=generated[i]))
+    return choices
