@@ -9,4 +9,4 @@ import sys
 from playprm.bench.suite import script_main
 
 if __name__ == "__main__":
-    sys.exit(script_main(['threads', 'generation'], __doc__.splitlines()[0]))
+    sys.exit(script_main(["threads", "generation"], __doc__.splitlines()[0]))

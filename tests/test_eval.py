@@ -62,6 +62,14 @@ def test_clemcore_scoring_and_evaluation_accept_the_results(greedy_run, tmp_path
     assert "-, clemscore" in table.columns
     assert set(c.split(",")[0] for c in table.columns) >= {"wordle", "taboo", "referencegame"}
 
+    from playprm.report.clemscore import compute_table
+
+    ours = compute_table([copy], n_resamples=50)
+    for column in table.columns:  # playprm report gives clemcore's numbers on every shared column
+        for model in table.index:
+            a, b = table.loc[model, column], ours.loc[model, column]
+            assert (a != a and b != b) or abs(float(a) - float(b)) <= 0.01, (model, column, a, b)
+
 
 def test_rerun_skips_finished_episodes(greedy_run, tiny_models, capsys):
     code = main(["eval", "--policy-model", str(tiny_models["policy"]), "--game-all", *FAST,

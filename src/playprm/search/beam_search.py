@@ -62,6 +62,17 @@ def finish(episodes: list[Episode], policy, scorer, settings: SearchSettings, *,
             spent[id(e)] = (spent[id(e)][0] + g, spent[id(e)][1] + p)
 
 
+def settle(finals: list[Episode], spent: list[list[int]], policy, scorer, settings: SearchSettings, *,
+           is_guided) -> list[Episode]:
+    """Finish the chosen trajectories and charge each with the tokens of its whole search."""
+    for r, (g, p) in enumerate(finish(finals, policy, scorer, settings, is_guided=is_guided)):
+        spent[r][0] += g
+        spent[r][1] += p
+    for final, (g, p) in zip(finals, spent):
+        final.generated_tokens, final.prm_tokens = g, p
+    return finals
+
+
 def search(roots: list[Episode], policy, scorer, settings: SearchSettings, *, is_guided,
            mode: str = "beam-search") -> list[Episode]:
     """Per root episode, the finished trajectory with the best aggregated PRM score."""
@@ -83,10 +94,4 @@ def search(roots: list[Episode], policy, scorer, settings: SearchSettings, *, is
             spent[r][0] += g
             spent[r][1] += p
         beams = [sorted(pool, key=lambda e: -value(e))[: settings.beam_width] for pool in pools]
-    finals = [max(group, key=value) for group in beams]
-    for r, (g, p) in enumerate(finish(finals, policy, scorer, settings, is_guided=is_guided)):
-        spent[r][0] += g
-        spent[r][1] += p
-    for final, (g, p) in zip(finals, spent):
-        final.generated_tokens, final.prm_tokens = g, p
-    return finals
+    return settle([max(group, key=value) for group in beams], spent, policy, scorer, settings, is_guided=is_guided)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from playprm.episode import Episode
 from playprm.search.base import SearchSettings, aggregate
-from playprm.search.beam_search import expand, finish
+from playprm.search.beam_search import expand, settle
 
 
 def search(roots: list[Episode], policy, scorer, settings: SearchSettings, *, is_guided,
@@ -33,10 +33,4 @@ def search(roots: list[Episode], policy, scorer, settings: SearchSettings, *, is
             trees[r][t] = max(kids, key=value)
             spent[r][0] += g
             spent[r][1] += p
-    finals = [max(group, key=value) for group in trees]
-    for r, (g, p) in enumerate(finish(finals, policy, scorer, settings, is_guided=is_guided)):
-        spent[r][0] += g
-        spent[r][1] += p
-    for final, (g, p) in zip(finals, spent):
-        final.generated_tokens, final.prm_tokens = g, p
-    return finals
+    return settle([max(group, key=value) for group in trees], spent, policy, scorer, settings, is_guided=is_guided)

@@ -1,0 +1,12 @@
+"""Figures 3-4: playprm eval against clemcore's runner, and best-of-N overhead against greedy.
+
+Usage: python benchmarks/episodes.py [--quick] [--work DIR] [--json PATH]
+The same code runs in `playprm bench` (which also writes BENCHMARKS.md); see playprm/bench/.
+"""
+
+import sys
+
+from playprm.bench.suite import script_main
+
+if __name__ == "__main__":
+    sys.exit(script_main(["episodes", "best_of_n"], __doc__.splitlines()[0]))
