@@ -136,9 +136,9 @@ def run_job(name: str, make_trainer, batch: int, length: int) -> dict:
     }
     del trainer
     release_memory()
-    print(f"{name}: {result["step_s"]:.2f} s/step ({result['tokens_per_s']} tokens/s), peak "
-          f"{result["peak_allocated_gib"]:.1f} GiB allocated / {result['peak_reserved_gib']:.1f} GiB reserved, "
-          f"4-bit weights {result["weights_gib"]:.1f} GiB, load {result['load_s']:.0f} s", flush=True)
+    print(f"{name}: {result['step_s']:.2f} s/step ({result['tokens_per_s']} tokens/s), peak "
+          f"{result['peak_allocated_gib']:.1f} GiB allocated / {result['peak_reserved_gib']:.1f} GiB reserved, "
+          f"4-bit weights {result['weights_gib']:.1f} GiB, load {result['load_s']:.0f} s", flush=True)
     return result
 
 

@@ -46,10 +46,12 @@ def run_costs(run_dir: Path) -> dict:
 
 
 class Runs:
-    """Fresh results folders, one per call (playprm resumes finished episodes, so each timed run needs its own)."""
+    """Fresh results folders, one per call (playprm resumes finished episodes, so each timed run needs its own).
+    ``root`` is emptied first: folders left by an earlier benchmark run would be resumed, not played."""
 
     def __init__(self, root: Path):
         self.root = Path(root)
+        shutil.rmtree(self.root, ignore_errors=True)
         self.count = itertools.count()
         self.last: dict[str, Path] = {}
 

@@ -26,6 +26,7 @@ class Sizes:
     pairs: int = 3
     contexts: int = 16
     ns: tuple = (1, 4, 8)
+    slow_ns: tuple = (1, 4)  # one call per candidate and clemcore: n-fold by construction, so not at every n
     max_tokens: int = 24
     prm_contexts: int = 4
     prm_context_tokens: int = 1000
@@ -43,7 +44,7 @@ class Sizes:
 
 
 FULL = Sizes()
-QUICK = Sizes(model=workload.TINY, pairs=1, contexts=2, ns=(1, 2), max_tokens=3, prm_contexts=1,
+QUICK = Sizes(model=workload.TINY, pairs=1, contexts=2, ns=(1, 2), slow_ns=(1, 2), max_tokens=3, prm_contexts=1,
               prm_context_tokens=96, prm_candidates=2, prm_candidate_tokens=8, limit=1, episode_max_tokens=3,
               clem_batch_sizes=(1, 2), bon_ns=(2,), beam_points=((1, 2), (2, 2)), beam_max_tokens=2,
               memory_episodes=12, memory_first=4, memory_max_tokens=2)
@@ -55,7 +56,8 @@ def figure_runners(sizes: Sizes, small: workload.ModelPair, tiny: workload.Model
     return {
         "threads": lambda: generation.thread_sensitivity(small, contexts=s.contexts, max_tokens=s.max_tokens,
                                                          pairs=s.pairs),
-        "generation": lambda: generation.run(small, work, contexts=s.contexts, ns=s.ns, max_tokens=s.max_tokens,
+        "generation": lambda: generation.run(small, work, contexts=s.contexts, ns=s.ns, slow_ns=s.slow_ns,
+                                             max_tokens=s.max_tokens,
                                              pairs=s.pairs),
         "prm": lambda: scoring.run(small, contexts=s.prm_contexts, context_tokens=s.prm_context_tokens,
                                    candidates=s.prm_candidates, candidate_tokens=s.prm_candidate_tokens,
