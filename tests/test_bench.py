@@ -118,7 +118,7 @@ def test_benchmarks_md_keeps_what_lies_outside_the_generated_block(tmp_path):
 def test_benchmarks_md_is_created_with_intro_and_gpu_section(tmp_path):
     path = report.write_benchmarks_md(tmp_path / "B.md", f"{report.BEGIN}\nx\n{report.END}")
     text = path.read_text()
-    assert text.startswith("# Benchmarks") and "not run yet: no GPU was available in this session" in text.lower()
+    assert text.startswith("# Benchmarks") and "not run yet: no gpu was available in this session" in text.lower()
 
 
 def test_bench_quick_writes_its_figures(tmp_path, capsys):

@@ -163,7 +163,9 @@ def throughput(models: workload.ModelPair, work: Path, *, limit: int = 2, max_to
         f"Both sides load the model in every run (clemcore: `HuggingfaceLocal.get_model_for`, which sets one torch "
         f"thread; playprm: all {usable_cpus()} usable cores) and write clemcore's "
         f"results layout.",
-        f"Greedy first replies identical on {same} of {len(ours_replies)} episodes (playprm against {best}).",
+        f"Greedy first replies identical on {same} of {len(ours_replies)} episodes (playprm against {best}); "
+        f"clemcore wrote {len(clem_replies)} of {len(tasks)} episodes, its runs ended "
+        f"{', '.join(sorted({str(trial.outputs[name]) for name in clem_names}))}.",
         "clemcore's huggingface_local entry needs `eos_to_cull` in model_config (its packaged Qwen entries have "
         "it); without it every reply fails with KeyError 'eos_to_cull'. The workspace entry sets it.",
     ]

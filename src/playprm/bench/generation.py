@@ -53,8 +53,9 @@ def num_return_sequences(policy, contexts, n: int, temperature: float, max_token
     pad = tokenizer.pad_token_id
     ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])
     mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+    # temperature 0: top-1 sampling, since transformers refuses num_return_sequences > 1 when greedy
     sampling = {"do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0} if temperature > 0 \
-        else {"do_sample": False}
+        else {"do_sample": True, "top_k": 1}
     torch.manual_seed(seed)
     with torch.inference_mode():
         out = model.generate(ids.to(policy.device), attention_mask=mask.to(policy.device), max_new_tokens=max_tokens,

@@ -197,17 +197,19 @@ def peak_memory_gib() -> float:
     return torch.cuda.max_memory_allocated() / 2**30 if torch.cuda.is_available() else 0.0
 
 
-def output_dir(name: str) -> Path:
+def output_dir() -> Path:
     """``$OUT`` (the device tool's output folder) when set, else ``benchmarks/out/``."""
     base = os.environ.get("OUT")
     path = Path(base) if base else Path(__file__).resolve().parents[3] / "benchmarks" / "out"
     path.mkdir(parents=True, exist_ok=True)
+    if not base:  # results of a local run are not for committing
+        (path / ".gitignore").write_text("*\n")
     return path
 
 
 def write_results(name: str, data: dict, markdown: str) -> list[Path]:
     """``<name>.json`` and ``<name>.md`` in ``output_dir``; the markdown is printed too."""
-    out = output_dir(name)
+    out = output_dir()
     json_path, md_path = out / f"{name}.json", out / f"{name}.md"
     for path, text in ((json_path, json.dumps(data, indent=2, default=str)), (md_path, markdown)):
         tmp = path.with_suffix(path.suffix + ".tmp")

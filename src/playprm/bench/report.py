@@ -118,10 +118,19 @@ def render_generated(figures: list[Figure], machine: dict, command: str, total_s
         f"- date: {machine['date']}",
         f"- machine: {machine['nproc']} usable cores, {machine['cpu_model']}; load average at start "
         f"{', '.join(str(x) for x in machine['load_average'])}",
-        f"- software: torch {machine['torch']} ({machine['torch_threads']} threads), transformers "
-        f"{machine['transformers']}, clemcore {machine['clemcore']}, Python {machine['python']}",
+        f"- software: torch {machine['torch']} ({machine['torch_threads']} threads, OMP_WAIT_POLICY "
+        f"{machine.get('omp_wait_policy', '(default)')}), transformers {machine['transformers']}, clemcore "
+        f"{machine['clemcore']}, Python {machine['python']}",
         f"- the whole suite took {total_seconds:.0f} s", "",
     ]
+    threads = next((f for f in figures if f.key == "threads"), None)
+    if threads is not None and len(threads.raw) == 2:
+        many, one = (median(times) for times in threads.raw.values())
+        if one < many / 1.2:
+            lines += [f"**This run's cores were oversubscribed**: one torch thread was {many / one:.1f}x faster "
+                      f"than {machine['nproc']} (figure 0). Every path below that runs on all cores was slowed "
+                      f"by other processes' load; compare ratios between such paths only, and rerun on a quiet "
+                      f"machine for the rest.", ""]
     missed = [(f, g) for f in figures for g in f.goals if not g.met]
     summary = [[f.title, g.text, f"{g.measured:.2f}", "met" if g.met else "missed"] for f in figures for g in f.goals]
     if summary:

@@ -110,6 +110,7 @@ def machine_info() -> dict:
         "clemcore": getattr(clemcore, "__version__", None) or _clemcore_version(),
         "python": platform.python_version(),
         "load_average": [round(x, 2) for x in load],
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "(default)"),
     }
 
 

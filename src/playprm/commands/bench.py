@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -36,6 +37,11 @@ def run(args) -> int:
         raise UsageError(f"--work {args.work} exists and is not a directory")
     if args.json is not None and args.json.exists() and not args.json.is_file():
         raise UsageError(f"--json {args.json} exists and is not a file")
+    # libgomp threads spin while they wait for each other; on cores shared with other busy processes that
+    # spinning costs several-fold (see figure 0), so the suite waits passively unless told otherwise. It must be
+    # set before torch loads its OpenMP runtime.
+    if "torch" not in sys.modules:
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     from playprm.bench.suite import run_suite, write_outputs
 
     command = "playprm " + " ".join(sys.argv[1:]) if "bench" in sys.argv[1:] else "playprm bench"

@@ -34,8 +34,9 @@ def bnb_4bit_config():
 
 
 def use_all_cpu_threads() -> None:
-    """clemcore's HF backend pins torch to one thread; on CPU we want every core."""
-    if not torch.cuda.is_available():
+    """clemcore's HF backend pins torch to one thread; on CPU we want every core, unless the user chose a
+    number with OMP_NUM_THREADS (on a shared node fewer threads can be faster, see BENCHMARKS.md)."""
+    if not torch.cuda.is_available() and not os.environ.get("OMP_NUM_THREADS"):
         torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
                                   else (os.cpu_count() or 1)))
 
@@ -103,7 +104,7 @@ class HFPolicy:
                        for p, prefix in zip(prompts, prefixes)]
         order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
         per_chunk = max(1, self.max_batch_rows // n)
-        generator = torch.Generator(device="cpu")
+        generator = torch.Generator(device=self.device)  # sample where the logits are: no per-step copy
         generator.manual_seed(0 if seed is None else seed)
         results: list[list[Candidate] | None] = [None] * len(prompts)
         for start in range(0, len(order), per_chunk):
@@ -145,8 +146,8 @@ class HFPolicy:
             if temperature <= 0:
                 chosen = logits.argmax(dim=-1)
             else:
-                probs = torch.softmax(logits / temperature, dim=-1).cpu()
-                chosen = torch.multinomial(probs, 1, generator=generator).squeeze(-1).to(device)
+                probs = torch.softmax(logits / temperature, dim=-1)
+                chosen = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
             alive = (~finished).to(device)
             tokens[:, step] = chosen.cpu()
             logprob_sum += torch.where(alive, logprobs.gather(1, chosen[:, None]).squeeze(-1), 0.0).double().cpu()

@@ -38,11 +38,12 @@ class WordleGuesser(Player):
 
     def __init__(self, model: Model):
         super().__init__(model, game_role="Guesser")
-        self._candidates = rules.valid_words()
+        self._candidates: list[str] | None = None  # filled on the first programmatic move: keeps forks cheap
 
     def _custom_response(self, context: dict) -> str:
         # filtering the survivors by the newest feedback only keeps each move cheap
-        self._candidates = rules.consistent_words(rules.read_feedback(context["content"]), self._candidates)
+        known = self._candidates if self._candidates is not None else rules.valid_words()
+        self._candidates = rules.consistent_words(rules.read_feedback(context["content"]), known)
         guess = self._candidates[0] if self._candidates else rules.valid_words()[0]
         return f"GUESS: {guess}\nEXPLANATION: The first allowed word that fits all feedback so far."
 
