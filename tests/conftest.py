@@ -24,3 +24,22 @@ def shared_sample() -> Path:
     if not SHARED_SAMPLE.is_dir():
         pytest.skip(f"shared data not found at {SHARED_SAMPLE} (only CI and dev machines have ../shared)")
     return SHARED_SAMPLE
+
+
+@pytest.fixture(scope="module")
+def one_cpu_thread():
+    """The tiny model gains nothing from more threads, and on a shared CPU they only contend; restored after."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tiny_models):
+    """The tiny policy's tokenizer."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(tiny_models["policy"])

@@ -20,13 +20,7 @@ TINY_RECIPE = REPO_ROOT / "recipes" / "tiny" / "prm.yaml"
 WORDS = ["apple", "house", "river", "stone", "cloud", "bread"]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_cpu_thread():
-    """The tiny model gains nothing from more threads, and on a shared CPU they only contend; restored after."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_cpu_thread")
 
 
 def episode_records(episode: int, rng: random.Random, turns: int = 3) -> tuple[list[dict], list[dict]]:
@@ -67,13 +61,6 @@ def write_prm_data(folder: Path, train: int = 30, validation: int = 10, with_pai
 def train_prm_cli(tiny_models, data: Path, out: Path, *extra: str) -> int:
     return main(["train-prm", "--config", str(TINY_RECIPE), "--model", str(tiny_models["policy"]),
                  "--data", str(data), "--output-dir", str(out), *extra])
-
-
-@pytest.fixture(scope="module")
-def tokenizer(tiny_models):
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(tiny_models["policy"])
 
 
 @pytest.fixture(scope="module")

@@ -21,13 +21,7 @@ TINY_RECIPE = REPO_ROOT / "recipes" / "tiny" / "sft.yaml"
 QUICK = ["--disable-tqdm", "true", "--logging-steps", "1"]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_cpu_thread():
-    """The tiny model gains nothing from more threads, and on a shared CPU they only contend; restored after."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_cpu_thread")
 
 
 def conversation(index: int) -> dict:
@@ -54,13 +48,6 @@ def write_sft_data(folder: Path, train: int = 16, validation: int = 4) -> Path:
 def train_sft_cli(tiny_models, data: Path, out: Path, *extra: str) -> int:
     return main(["train-sft", "--config", str(TINY_RECIPE), "--model", str(tiny_models["policy"]),
                  "--data", str(data), "--output-dir", str(out), *QUICK, *extra])
-
-
-@pytest.fixture(scope="module")
-def tokenizer(tiny_models):
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(tiny_models["policy"])
 
 
 @pytest.fixture(scope="module")

@@ -27,10 +27,6 @@ def prompt_ids(tokenizer, messages: list[dict], chat_template_kwargs: dict | Non
 
 def end_of_turn_text(tokenizer) -> str:
     """What the template writes right after an assistant message (e.g. ``<|im_end|>``), found by rendering one."""
-    return _end_of_turn_text(tokenizer)
-
-
-def _end_of_turn_text(tokenizer) -> str:
     try:
         rendered = tokenizer.apply_chat_template(
             [{"role": "user", "content": "x"}, {"role": "assistant", "content": _SENTINEL}], tokenize=False

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,8 +72,6 @@ def _record_turn(episode: Episode, records: list, text: str) -> None:
 def collect(tasks, *, policy, policy_name: str, run_dir: Path, settings: CollectSettings, gen_args: dict,
             progress: bool = True) -> runner.RunSummary:
     """Play every task as a (possibly branched) rollout tree; returns a summary of leaves written."""
-    import time
-
     from tqdm import tqdm
 
     started = time.perf_counter()

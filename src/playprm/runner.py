@@ -111,8 +111,7 @@ def write_experiment_files(tasks: list[EpisodeTask], policy_name: str, gen_args:
 
 def _write_errored(task: EpisodeTask, error: BaseException, stage: str) -> None:
     """An episode that could not even start (broken game): an error file where its folder would be."""
-    episode = Episode.__new__(Episode)
-    Episode.__init__(episode, task=task, env=None, recorders=None)  # type: ignore[arg-type]
+    episode = Episode(task=task, env=None, recorders=None)  # type: ignore[arg-type]
     episode.fail(error, stage=stage)
     episode.write()
 
