@@ -259,7 +259,8 @@ def clean_staging(root: Path) -> int:
     if not root.is_dir():
         return 0
     for path in root.rglob(".*.staging-*"):
-        if path.is_dir():
+        # rglob may follow a symlinked folder out of the run: remove only what lies inside it
+        if path.is_dir() and not path.is_symlink() and root.resolve() in path.resolve().parents:
             shutil.rmtree(path, ignore_errors=True)
             removed += 1
     return removed

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from playprm import __version__, atomic
 from playprm.episode import Episode, EpisodeTask, clean_staging, is_finished
+from playprm.names import check_component, check_inside, instance_folder
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +47,7 @@ class RunSummary:
 
 def pair_folder(name: str) -> str:
     """clembench names runs by model pair; self-play uses the same name twice, for one- and two-player games."""
-    return f"{name}--{name}"
+    return check_component(f"{name}--{name}", where="the run folder (from the model name and decoding mode)")
 
 
 def load_benchmarks(entries) -> tuple[dict, dict]:
@@ -70,12 +71,11 @@ def plan(entries, instances: dict, benchmarks: dict, run_dir: Path, *, samples: 
     for entry in entries:
         for experiment, instance in instances[entry.name]:
             for sample in range(samples):
-                name = (folder(instance, sample) if folder
-                        else f"instance_{instance['game_id']:05d}" if isinstance(instance.get("game_id"), int)
-                        else f"instance_{instance.get('game_id')}")
+                name = folder(instance, sample) if folder else instance_folder(instance.get("game_id"))
+                episode_dir = check_inside(run_dir / entry.name / experiment["name"] / name, run_dir)
                 tasks.append(EpisodeTask(
                     game=entry.name, benchmark=benchmarks.get(entry.name), experiment=experiment,
-                    instance=instance, episode_dir=run_dir / entry.name / experiment["name"] / name, sample=sample,
+                    instance=instance, episode_dir=episode_dir, sample=sample,
                 ))
     if shard is not None:
         index, count = shard

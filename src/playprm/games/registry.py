@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from playprm.errors import UsageError
+from playprm.names import check_component, instance_folder
 
 if TYPE_CHECKING:
     from clemcore.clemgame import GameSpec
@@ -186,7 +187,7 @@ def resolve_games(
     if all_games and names:
         raise UsageError("give game names or --all, not both")
     if all_games:
-        return [games[name] for name in sorted(games)]
+        return [_checked(games[name]) for name in sorted(games)]
     if not names:
         raise UsageError(f"no game given; name one or more of: {available} (or pass --all)")
     for name in names:
@@ -194,7 +195,14 @@ def resolve_games(
             raise UsageError(
                 f"unknown game '{name}'; available: {available} (add --games-dir DIR for clembench games)"
             )
-    return [games[name] for name in dict.fromkeys(names)]
+    return [_checked(games[name]) for name in dict.fromkeys(names)]
+
+
+def _checked(entry: GameEntry) -> GameEntry:
+    """A game to play: its name becomes a results folder, so it must be a safe folder name."""
+    origin = entry.spec["lookup_source"] if "lookup_source" in entry.spec else entry.path / "clemgame.json"
+    check_component(entry.name, where=f"game_name in {origin}")
+    return entry
 
 
 def load_instances(
@@ -225,6 +233,7 @@ def load_instances(
     problem = _instances_shape_problem(data)
     if problem:
         raise UsageError(f"{entry.name}: instances file {path} {problem}; {fix}")
+    _check_folder_names(data, path)
     names = [experiment["name"] for experiment in data["experiments"]]
     if experiments is not None:
         unknown = [name for name in experiments if name not in names]
@@ -240,6 +249,25 @@ def load_instances(
         for game_instance in experiment["game_instances"][:limit]:
             pairs.append((config, game_instance))
     return pairs
+
+
+def _check_folder_names(data: dict, path: Path) -> None:
+    """Experiment names and game_ids become folders: each must be a safe name, and game_ids unique per
+    experiment (two instances with one id would write one folder, the second overwriting the first)."""
+    experiments: set[str] = set()
+    for experiment in data["experiments"]:
+        name = check_component(experiment["name"], where=f"{path}: experiment name")
+        if name in experiments:
+            raise UsageError(f"{path}: experiment {name!r} appears twice; experiment names must be unique")
+        experiments.add(name)
+        folders: set[str] = set()
+        for game_instance in experiment["game_instances"]:
+            folder = check_component(instance_folder(game_instance["game_id"]),
+                                     where=f"{path}: game_id {game_instance['game_id']!r} in experiment {name!r}")
+            if folder in folders:
+                raise UsageError(f"{path}: game_id {game_instance['game_id']!r} appears twice in experiment "
+                                 f"{name!r}; game_ids must be unique within an experiment")
+            folders.add(folder)
 
 
 def _instances_shape_problem(data) -> str | None:

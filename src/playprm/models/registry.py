@@ -13,6 +13,7 @@ from pathlib import Path
 
 from playprm.errors import UsageError
 from playprm.models.base import PolicySpec
+from playprm.names import check_component
 
 REGISTRY_FILE = "model_registry.json"
 
@@ -81,6 +82,7 @@ def spec_from_entry(entry: dict, source: str, base_dir: Path | None = None) -> P
     where = f"model {name!r} in {source}"
     if not isinstance(name, str) or not name:
         raise UsageError(f"an entry in {source} has no 'model_name'; every entry needs one")
+    check_component(name, where=f"model_name in {source}")
     backend = entry.get("backend")
     if backend is None:
         raise UsageError(f"{where} has no 'backend'; add e.g. \"backend\": \"huggingface_local\"")
