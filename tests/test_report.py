@@ -190,6 +190,25 @@ def test_errored_episodes_are_counted_apart_and_never_scored(tmp_path):
     assert table.at[model, "wordle, % Played"] == 100  # the errored episode is not an abort
 
 
+def test_errored_episodes_are_left_out_with_a_warning_or_scored_as_aborted(tmp_path, capsys):
+    root = tmp_path / "r"
+    model = "m-t0.0--m-t0.0"
+    for k in range(3):
+        write_episode(root, model, "wordle", "e", f"instance_{k:05d}", episode_scores(False, 60.0))
+    errored = root / model / "wordle" / "e" / "instance_00003"
+    errored.mkdir(parents=True)
+    (errored / "error.json").write_text(json.dumps({"error": "CUDA out of memory"}))
+    as_clemcore = compute_table([root], static_games=set(), n_resamples=RESAMPLES)
+    assert as_clemcore.at[model, CLEMSCORE] == 60  # clemcore's number: the errored episode left out
+    (warning,) = [line for line in as_clemcore.attrs["summary"] if line.startswith("warning:")]
+    assert "1 of 4 episode(s) errored" in warning and "--errored-as-aborted" in warning
+    aborted = compute_table([root], static_games=set(), n_resamples=RESAMPLES, errored_as_aborted=True)
+    assert aborted.at[model, "wordle, % Played"] == 75 and aborted.at[model, "wordle, Quality Score"] == 60
+    assert aborted.at[model, CLEMSCORE] == 45
+    assert main(["report", "--results-dir", str(root), "--resamples", "10", "--errored-as-aborted"]) == 0
+    assert "1 errored episode(s) (error.json, no scores.json) scored as aborted" in capsys.readouterr().out
+
+
 def test_staging_folders_of_unfinished_episodes_are_not_scored(tmp_path):
     root = tmp_path / "r"
     model = "m-t0.0--m-t0.0"

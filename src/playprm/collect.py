@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from playprm import atomic, runner
-from playprm.episode import Episode, clean_staging
+from playprm.episode import Episode
 from playprm.models.base import clean_candidates
 from playprm.search.base import SearchSettings
+from playprm.staging import clean_staging
 
 TREES_DIR = ".trees"  # per-tree records; turns.jsonl is rebuilt from them
 
@@ -36,6 +37,12 @@ class CollectSettings:
     branch_depth: int = 2  # policy turns (from the start) at which to branch, with policy-turns
     seed: int = 0
     batch_size: int = 32  # trees in flight
+
+    def decoding(self) -> dict:
+        """The settings that change the rollouts (the run fingerprint); more samples per instance add to a run."""
+        return {"mode": "collect", "env_lookahead": False, "temperature": float(self.temperature),
+                "max_tokens": self.max_tokens, "seed": self.seed, "branch_factor": self.branch_factor,
+                "branch_at": self.branch_at, "branch_depth": self.branch_depth}
 
 
 def _should_branch(episode: Episode, settings: CollectSettings) -> bool:
@@ -71,12 +78,13 @@ def _record_turn(episode: Episode, records: list, text: str) -> None:
 
 def collect(tasks, *, policy, policy_name: str, run_dir: Path, settings: CollectSettings, gen_args: dict,
             progress: bool = True) -> runner.RunSummary:
-    """Play every task as a (possibly branched) rollout tree; returns a summary of leaves written."""
+    """Play every task as a (possibly branched) rollout tree; returns a summary of leaves written. The caller
+    holds ``run_dir`` (``runner.claim``)."""
     from tqdm import tqdm
 
     started = time.perf_counter()
     summary = runner.RunSummary(planned=len(tasks), unit="rollout trees")
-    clean_staging(run_dir)
+    clean_staging(run_dir, locked=True)
     todo = [t for t in tasks if not _tree_file(run_dir, t).exists()]
     summary.skipped = len(tasks) - len(todo)
     search = SearchSettings(temperature=settings.temperature, max_tokens=settings.max_tokens, seed=settings.seed)
@@ -127,7 +135,7 @@ def collect(tasks, *, policy, policy_name: str, run_dir: Path, settings: Collect
                 leaf.task = _leaf_task(task, leaf_number)
                 folder = leaf.write()
                 index = leaf.tags.get("last_index")
-                if index is not None:
+                if index is not None and folder is not None:
                     records[tree][index]["leaf_episode"] = str(folder.relative_to(run_dir))
                     records[tree][index]["outcome"] = leaf.outcome if leaf.error is None else None
                 if leaf.error is None:

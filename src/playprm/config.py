@@ -95,6 +95,21 @@ class EvalConfig:
     def env_lookahead(self) -> bool:
         return self.mode in LOOKAHEAD_MODES
 
+    def decoding(self) -> dict:
+        """The decoding settings that change this run's numbers (its fingerprint), after ``validate()``;
+        those the mode does not read are left out (``--batch-size`` and ``--shard`` never change a number)."""
+        fields = {"mode": self.mode, "env_lookahead": self.env_lookahead, "temperature": float(self.temperature),
+                  "max_tokens": self.max_tokens, "n_candidates": self.n_candidates if self.mode != "greedy" else 1}
+        if self.temperature > 0:
+            fields["seed"] = self.seed
+        if self.mode != "greedy":
+            fields["guide_roles"] = sorted(r.lower() for r in self.guide_roles) if self.guide_roles else None
+        if self.mode in (*LOOKAHEAD_MODES, "lf-beam"):
+            fields.update(beam_width=self.beam_width, num_beam_iterations=self.num_beam_iterations)
+        if self.mode in LOOKAHEAD_MODES:
+            fields["aggregate"] = self.aggregate
+        return fields
+
     def mode_tag(self) -> str:
         """Folder-name suffix that keeps every mode's results apart (clemcore's eval shows one row each)."""
         tag = f"t{float(self.temperature)}"

@@ -5,13 +5,14 @@ An ``Episode`` wraps clemcore's ``GameMasterEnv`` with clemcore's own recorders 
 ``advance()``; the policy's turns are exposed as ``pending`` for the runner to batch. ``fork()`` copies the
 whole game state (as clemcore's branching runner does) for beam search and rollout branching.
 
-Files are written into a hidden staging folder and renamed into place in one step, so an episode folder
-either exists complete or not at all — which is also the resume marker.
+Files are written into a hidden staging folder (``.<episode>.staging-<pid>``) and renamed into place in one
+step, so an episode folder either exists complete or not at all — which is also the resume marker. A write
+that fails (a full disk, say) fails that episode, not the run.
 """
 
 from __future__ import annotations
 
-import os
+import logging
 import shutil
 import time
 import traceback
@@ -28,7 +29,12 @@ from clemcore.clemgame.recorder import EventCallRecorder, GameInteractionsRecord
 
 from playprm import atomic
 from playprm.models.base import printable
+from playprm.staging import publish, staging_folder
 
+logger = logging.getLogger(__name__)
+# what a finished episode folder holds (requests files only for players that spoke); anything less is unfinished
+PLAYED_FILES = ("instance.json", "interactions.json", "scores.json", "completed.json", "cost.json", "candidates.jsonl")
+ERRORED_FILES = ("instance.json", "error.json", "cost.json", "candidates.jsonl")
 
 class PolicyModel(Model):
     """Stands in for the policy inside clemcore's game master: it only carries a name.
@@ -204,10 +210,27 @@ class Episode:
         value = getattr(getattr(state, "outcome", None), "value", None)
         return {"success": "success", "failure": "lose", "aborted": "aborted"}.get(value)
 
-    def write(self, *, extra_files: dict[str, Any] | None = None) -> Path:
-        """Write the episode folder atomically: stage everything, then rename into place."""
+    def write(self, *, extra_files: dict[str, Any] | None = None) -> Path | None:
+        """Write the episode folder atomically: stage everything, then rename into place.
+
+        A write that fails fails the episode (stage ``write``) and its error record is written instead; where
+        even that fails, nothing is left and ``None`` is returned (a rerun plays the episode again).
+        """
+        try:
+            return self._write(extra_files)
+        except Exception as error:  # e.g. disk full, or a folder that cannot be created
+            shutil.rmtree(staging_folder(self.task.episode_dir), ignore_errors=True)
+            self.fail(error, stage="write")
+        try:
+            return self._write(None)
+        except Exception as error:
+            shutil.rmtree(staging_folder(self.task.episode_dir), ignore_errors=True)
+            logger.error("episode %s could not be written (%s); a rerun plays it again", self.task.key, error)
+            return None
+
+    def _write(self, extra_files: dict[str, Any] | None) -> Path:
         final = self.task.episode_dir
-        staging = final.parent / f".{final.name}.staging-{os.getpid()}"
+        staging = staging_folder(final)
         if staging.exists():
             shutil.rmtree(staging)
         staging.mkdir(parents=True)
@@ -236,10 +259,7 @@ class Episode:
                           "".join(_json_line(row) for row in self.candidates))
         for name, content in (extra_files or {}).items():
             atomic.write_json(staging / name, content)
-        if final.exists():  # a stale folder from an older, unfinished layout: replace it
-            shutil.rmtree(final)
-        os.replace(staging, final)
-        return final
+        return publish(staging, final)
 
 
 def _json_line(row: dict) -> str:
@@ -249,18 +269,6 @@ def _json_line(row: dict) -> str:
 
 
 def is_finished(episode_dir: Path) -> bool:
-    """Resume marker: an episode folder exists only once it was completely written."""
-    return (episode_dir / "completed.json").is_file() or (episode_dir / "error.json").is_file()
-
-
-def clean_staging(root: Path) -> int:
-    """Remove staging folders left by killed runs; returns how many."""
-    removed = 0
-    if not root.is_dir():
-        return 0
-    for path in root.rglob(".*.staging-*"):
-        # rglob may follow a symlinked folder out of the run: remove only what lies inside it
-        if path.is_dir() and not path.is_symlink() and root.resolve() in path.resolve().parents:
-            shutil.rmtree(path, ignore_errors=True)
-            removed += 1
-    return removed
+    """Resume marker: every file of a played (or errored) episode is there."""
+    names = ERRORED_FILES if (episode_dir / "error.json").is_file() else PLAYED_FILES
+    return all((episode_dir / name).is_file() for name in names)

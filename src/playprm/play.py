@@ -58,43 +58,50 @@ def run_eval(cfg: EvalConfig, *, policy=None, scorer=None, progress: bool = True
     from playprm import runner
     from playprm.models import load_policy
     from playprm.models.registry import resolve_policy
+    from playprm.report.run_metadata import instance_digests, policy_fingerprint
 
     cfg.validate()
     entries, instances = prepare_games(cfg.games, cfg.game_all, cfg.games_dir, cfg.limit)
     spec = policy.spec if policy is not None else resolve_policy(cfg.policy_model)
     name = f"{spec.name}-{cfg.mode_tag()}"
     run_dir = cfg.results_dir / runner.pair_folder(name)
+    prm_path = str(Path(cfg.prm_path).resolve()) if cfg.prm_path else None
+    fingerprint = {**policy_fingerprint(spec), **cfg.decoding(), "prm_path": prm_path,
+                   "instances": instance_digests(instances)}
     benchmarks, broken = runner.load_benchmarks(entries)
-    tasks = runner.plan(entries, instances, benchmarks, run_dir, shard=cfg.shard)
-    if policy is None:
-        policy = load_policy(spec)
-    if scorer is None and cfg.mode != "greedy":
-        from playprm.prm.scorer import PRMScorer
-
-        scorer = PRMScorer.from_path(cfg.prm_path, load_in_4bit=spec.load_in_4bit)
-    settings = SearchSettings(n_candidates=cfg.n_candidates, temperature=cfg.temperature, max_tokens=cfg.max_tokens,
-                              beam_width=cfg.beam_width, num_beam_iterations=cfg.num_beam_iterations,
-                              aggregate=cfg.aggregate, seed=cfg.seed)
-    gen_args = {"temperature": cfg.temperature, "max_tokens": cfg.max_tokens}
-    runner.write_run_metadata(run_dir, policy_name=name, gen_args=gen_args, games=[e.name for e in entries], extra={
-        "mode": cfg.mode, "env_lookahead": cfg.env_lookahead, "n_candidates": cfg.n_candidates if cfg.mode != "greedy"
-        else 1, "beam_width": cfg.beam_width, "aggregate": cfg.aggregate, "temperature": cfg.temperature,
-        "max_tokens": cfg.max_tokens, "num_beam_iterations": cfg.num_beam_iterations, "seed": cfg.seed,
-        "guide_roles": cfg.guide_roles, "shard": list(cfg.shard) if cfg.shard else None,
-        "policy": spec.describe(), "prm_path": str(Path(cfg.prm_path).resolve()) if cfg.prm_path else None,
-        "broken_games": {g: str(e) for g, e in broken.items()},
-    })
-    runner.write_experiment_files([t for t in tasks if t.benchmark is not None], name, gen_args)
-    is_guided = guide_filter(cfg.guide_roles)
-    search = SEARCHES.get(cfg.mode)
     try:
-        summary = runner.play(
-            tasks, policy_name=name, run_dir=run_dir, gen_args=gen_args, batch_size=cfg.batch_size,
-            retry_errors=cfg.retry_errors, broken=broken, progress=progress,
-            choose_turns=turn_player(cfg.mode, policy, scorer, settings, is_guided, cfg.temperature),
-            search_episodes=None if search is None else
-            (lambda roots: search(roots, policy, scorer, settings, is_guided=is_guided, mode=cfg.mode)),
-        )
+        tasks = runner.plan(entries, instances, benchmarks, run_dir, shard=cfg.shard)
+        with runner.claim(run_dir, fingerprint) as fingerprint:
+            if policy is None:
+                policy = load_policy(spec)
+            if scorer is None and cfg.mode != "greedy":
+                from playprm.prm.scorer import PRMScorer
+
+                scorer = PRMScorer.from_path(cfg.prm_path, load_in_4bit=spec.load_in_4bit)
+            settings = SearchSettings(n_candidates=cfg.n_candidates, temperature=cfg.temperature,
+                                      max_tokens=cfg.max_tokens, beam_width=cfg.beam_width,
+                                      num_beam_iterations=cfg.num_beam_iterations, aggregate=cfg.aggregate,
+                                      seed=cfg.seed)
+            gen_args = {"temperature": cfg.temperature, "max_tokens": cfg.max_tokens}
+            runner.write_run_metadata(run_dir, policy_name=name, gen_args=gen_args, games=[e.name for e in entries],
+                                      fingerprint=fingerprint, extra={
+                "mode": cfg.mode, "env_lookahead": cfg.env_lookahead, "n_candidates": cfg.n_candidates
+                if cfg.mode != "greedy" else 1, "beam_width": cfg.beam_width, "aggregate": cfg.aggregate,
+                "temperature": cfg.temperature, "max_tokens": cfg.max_tokens,
+                "num_beam_iterations": cfg.num_beam_iterations, "seed": cfg.seed, "guide_roles": cfg.guide_roles,
+                "shard": list(cfg.shard) if cfg.shard else None, "policy": spec.describe(), "prm_path": prm_path,
+                "broken_games": {g: str(e) for g, e in broken.items()},
+            })
+            runner.write_experiment_files([t for t in tasks if t.benchmark is not None], name, gen_args)
+            is_guided = guide_filter(cfg.guide_roles)
+            search = SEARCHES.get(cfg.mode)
+            summary = runner.play(
+                tasks, policy_name=name, run_dir=run_dir, gen_args=gen_args, batch_size=cfg.batch_size,
+                retry_errors=cfg.retry_errors, broken=broken, progress=progress,
+                choose_turns=turn_player(cfg.mode, policy, scorer, settings, is_guided, cfg.temperature),
+                search_episodes=None if search is None else
+                (lambda roots: search(roots, policy, scorer, settings, is_guided=is_guided, mode=cfg.mode)),
+            )
     finally:
         for benchmark in benchmarks.values():
             benchmark.close()

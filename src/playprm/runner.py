@@ -3,7 +3,8 @@
 The runner is the only part that knows both games and search strategies. It plans episodes deterministically
 (games, experiments, instances in file order; ``--shard i/n`` takes every n-th), skips those already written
 (resume), keeps ``batch_size`` episodes in flight, asks the strategy for all their pending turns in one call,
-and writes each finished episode atomically in clemcore's layout.
+and writes each finished episode atomically in clemcore's layout. A run holds its folder (``claim``): a lock
+against a second run, and a fingerprint check against resuming it with other settings.
 """
 
 from __future__ import annotations
@@ -12,14 +13,17 @@ import logging
 import sys
 import time
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from playprm import __version__, atomic
-from playprm.episode import Episode, EpisodeTask, clean_staging, is_finished
+from playprm import __version__, atomic, run_lock
+from playprm.episode import Episode, EpisodeTask, is_finished
 from playprm.names import check_component, check_inside, instance_folder
+from playprm.report.run_metadata import FINGERPRINT, RUN_METADATA_FILE, claim_fingerprint
+from playprm.staging import clean_staging
 
 logger = logging.getLogger(__name__)
 
@@ -42,12 +46,27 @@ class RunSummary:
         head = (f"{self.planned} {self.unit} planned, {self.skipped} already done; episodes: "
                 f"{sum(self.played.values())} played, {sum(self.errored.values())} errored "
                 f"in {self.wall_seconds:.1f}s")
+        if self.all_errored:
+            head += "; every episode errored (see their error.json)"
         return [head, *rows]
+
+    @property
+    def all_errored(self) -> bool:
+        """Episodes were played in this run and every one of them errored (the run's exit status is then 1)."""
+        return sum(self.errored.values()) > 0 and not sum(self.played.values())
 
 
 def pair_folder(name: str) -> str:
     """clembench names runs by model pair; self-play uses the same name twice, for one- and two-player games."""
     return check_component(f"{name}--{name}", where="the run folder (from the model name and decoding mode)")
+
+
+@contextmanager
+def claim(run_dir: Path, fingerprint: dict) -> Iterator[dict]:
+    """Hold ``run_dir`` for the ``with`` block: its lock, then a check that it holds no run with another
+    fingerprint; yields the fingerprint to record. Both refusals are one-line UsageErrors, before any model loads."""
+    with run_lock.hold(run_dir):
+        yield claim_fingerprint(run_dir, fingerprint)
 
 
 def load_benchmarks(entries) -> tuple[dict, dict]:
@@ -83,8 +102,10 @@ def plan(entries, instances: dict, benchmarks: dict, run_dir: Path, *, samples: 
     return tasks
 
 
-def write_run_metadata(run_dir: Path, *, policy_name: str, gen_args: dict, games: list, extra: dict) -> None:
-    """clemcore's run.json (kept if present) and playprm_run.json with the decoding mode and its label."""
+def write_run_metadata(run_dir: Path, *, policy_name: str, gen_args: dict, games: list, extra: dict,
+                       fingerprint: dict) -> None:
+    """clemcore's run.json (kept if present) and playprm_run.json with the decoding mode, its label and the
+    run's fingerprint (from ``claim``)."""
     from clemcore import get_version
 
     run_file = run_dir / "run.json"
@@ -93,7 +114,7 @@ def write_run_metadata(run_dir: Path, *, policy_name: str, gen_args: dict, games
                  for i in range(2)}
         atomic.write_json(run_file, {"clem_version": get_version(), "created": datetime.now().isoformat(),
                                      "player_models": infos, "games": {g: {} for g in games}})
-    atomic.write_json(run_dir / "playprm_run.json", {"playprm_version": __version__, **extra})
+    atomic.write_json(run_dir / RUN_METADATA_FILE, {"playprm_version": __version__, **extra, FINGERPRINT: fingerprint})
 
 
 def write_experiment_files(tasks: list[EpisodeTask], policy_name: str, gen_args: dict) -> None:
@@ -120,11 +141,12 @@ def play(tasks: list[EpisodeTask], *, policy_name: str, run_dir: Path, gen_args:
          search_episodes=None, batch_size: int = 32, retry_errors: bool = False, broken: dict | None = None,
          on_finished: Callable[[Episode], None] | None = None, progress: bool = True) -> RunSummary:
     """Play ``tasks``. ``choose_turns(episodes)`` plays one pending turn of each episode (per-turn modes);
-    ``search_episodes(roots) -> finals`` plays whole episodes (beam modes)."""
+    ``search_episodes(roots) -> finals`` plays whole episodes (beam modes). The caller holds ``run_dir``
+    (``claim``), so every staging folder in it that is not this process's own is stale."""
     from tqdm import tqdm
 
     summary = RunSummary(planned=len(tasks))
-    clean_staging(run_dir)
+    clean_staging(run_dir, locked=True)
     todo = deque()
     for task in tasks:
         if is_finished(task.episode_dir) and not (retry_errors and (task.episode_dir / "error.json").exists()):

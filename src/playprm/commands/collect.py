@@ -38,7 +38,7 @@ def run(args) -> int:
     print(f"rollouts: {run_dir}\nturns:    {run_dir / 'turns.jsonl'}")
     for line in summary.lines():
         print(line)
-    return 0
+    return 1 if summary.all_errored else 0
 
 
 def validate(settings, limit) -> None:
@@ -65,6 +65,7 @@ def run_collect(policy_model: str, games, game_all, games_dir, limit, results_di
     from playprm.models import load_policy
     from playprm.models.registry import resolve_policy
     from playprm.play import prepare_games
+    from playprm.report.run_metadata import instance_digests, policy_fingerprint
 
     validate(settings, limit)
     if not games and not game_all:
@@ -73,19 +74,23 @@ def run_collect(policy_model: str, games, game_all, games_dir, limit, results_di
     spec = policy.spec if policy is not None else resolve_policy(policy_model)
     name = f"{spec.name}-t{float(settings.temperature)}-collect"
     run_dir = results_dir / runner.pair_folder(name)
+    fingerprint = {**policy_fingerprint(spec), **settings.decoding(), "instances": instance_digests(instances)}
     benchmarks, broken = runner.load_benchmarks(entries)
-    tasks = runner.plan(entries, instances, benchmarks, run_dir, samples=settings.samples_per_instance,
-                        folder=episode_folder)
-    tasks = [t for t in tasks if t.benchmark is not None]
-    policy = policy or load_policy(spec)
-    gen_args = {"temperature": settings.temperature, "max_tokens": settings.max_tokens}
-    runner.write_run_metadata(run_dir, policy_name=name, gen_args=gen_args, games=[e.name for e in entries],
-                              extra={"mode": "collect", "env_lookahead": False, **settings.__dict__,
-                                     "policy": spec.describe(), "broken_games": {g: str(e) for g, e in broken.items()}})
-    runner.write_experiment_files(tasks, name, gen_args)
     try:
-        summary = collect(tasks, policy=policy, policy_name=name, run_dir=run_dir, settings=settings,
-                          gen_args=gen_args, progress=progress)
+        tasks = runner.plan(entries, instances, benchmarks, run_dir, samples=settings.samples_per_instance,
+                            folder=episode_folder)
+        tasks = [t for t in tasks if t.benchmark is not None]
+        with runner.claim(run_dir, fingerprint) as fingerprint:
+            policy = policy or load_policy(spec)
+            gen_args = {"temperature": settings.temperature, "max_tokens": settings.max_tokens}
+            runner.write_run_metadata(run_dir, policy_name=name, gen_args=gen_args, games=[e.name for e in entries],
+                                      fingerprint=fingerprint, extra={
+                                          "mode": "collect", "env_lookahead": False, **settings.__dict__,
+                                          "policy": spec.describe(),
+                                          "broken_games": {g: str(e) for g, e in broken.items()}})
+            runner.write_experiment_files(tasks, name, gen_args)
+            summary = collect(tasks, policy=policy, policy_name=name, run_dir=run_dir, settings=settings,
+                              gen_args=gen_args, progress=progress)
     finally:
         for benchmark in benchmarks.values():
             benchmark.close()

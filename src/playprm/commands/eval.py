@@ -68,4 +68,4 @@ def run(args) -> int:
         print(render_table(table))
     except Exception as error:  # the table is a convenience here; `playprm report` is the real one
         print(f"(no clemscore table: {error})")
-    return 0
+    return 1 if summary.all_errored else 0

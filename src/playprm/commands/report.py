@@ -33,6 +33,10 @@ def register(subparsers) -> None:
     )
     parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples for the CIs (default 1000)")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    parser.add_argument(
+        "--errored-as-aborted", action="store_true",
+        help="score episodes that errored (error.json, no scores.json) as aborted; clemcore leaves them out",
+    )
     parser.set_defaults(func=run)
 
 
@@ -75,7 +79,7 @@ def run(args) -> int:
         from playprm.report.compare import compare_runs, render_comparison
         from playprm.report.outputs import write_comparison
 
-        comparison = compare_runs(inputs, static_games, args.resamples, args.seed)
+        comparison = compare_runs(inputs, static_games, args.resamples, args.seed, args.errored_as_aborted)
         print(render_comparison(comparison), end="")
         written = write_comparison(comparison, out)
     else:
@@ -83,7 +87,7 @@ def run(args) -> int:
         from playprm.report.outputs import write_results
         from playprm.report.render import render_table
 
-        table = compute_table(inputs, static_games, args.resamples, args.seed)
+        table = compute_table(inputs, static_games, args.resamples, args.seed, args.errored_as_aborted)
         print(render_table(table), end="")
         written = write_results(table, out)
     print("wrote " + ", ".join(str(path) for path in written))

@@ -1,7 +1,7 @@
 """Atomic copies and figure saves (text files go through ``playprm.atomic.write_text``).
 
 Both write a temporary file beside the target, then ``os.replace`` it, so a reader or a resumed merge never
-sees a half-copied scores.json or a half-drawn plot.
+sees a half-copied scores.json or a half-drawn plot. The file's mode follows the umask, as ``open()``'s would.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from playprm.atomic import new_file_mode
+
 
 def save_atomic(target: Path, save: Callable[[Path], object]) -> None:
     """Call ``save(temporary_path)`` (e.g. a figure's ``savefig``), then move the result onto ``target``."""
@@ -19,6 +21,7 @@ def save_atomic(target: Path, save: Callable[[Path], object]) -> None:
     handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     os.close(handle)
     try:
+        os.chmod(temporary, new_file_mode())
         save(Path(temporary))
         os.replace(temporary, target)
     except BaseException:

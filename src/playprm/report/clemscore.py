@@ -10,7 +10,8 @@ through ``clemcore.clemeval.save_clem_table``, so ``-, clemscore``, every ``<gam
 - bootstrap 95% intervals (``... CI low`` / ``... CI high``) for clemscore, statscore and every game's
   % Played and Quality Score; see ``playprm.report.bootstrap`` for the method.
 - ``episodes`` (scored episodes) and ``errored`` (an ``error.json`` and no scores.json: counted apart,
-  never scored) per game and in total.
+  never scored, as clemcore leaves them out) per game and in total. With ``errored_as_aborted`` they are
+  scored as aborted episodes instead (Aborted 1, no Main Score), so ``% Played`` counts them.
 """
 
 from __future__ import annotations
@@ -85,6 +86,20 @@ def clemcore_table(frame: pd.DataFrame) -> pd.DataFrame:
         return clemeval.save_clem_table(frame, scratch)
 
 
+def score_errored_as_aborted(episodes: EpisodeScores) -> EpisodeScores:
+    """``episodes`` with every errored episode added to the frame as an aborted one (``--errored-as-aborted``):
+    Aborted 1, Success 0, Lose 0, Played 0 and no Main Score, as a game scores an abort."""
+    values = ((clemmetrics.METRIC_ABORTED, 1), (clemmetrics.METRIC_SUCCESS, 0), (clemmetrics.METRIC_LOSE, 0),
+              (clemmetrics.BENCH_SCORE, float("nan")), (clemmetrics.METRIC_PLAYED, 0))
+    rows = [[game, model, experiment, episode, metric, value]
+            for model, game, experiment, episode in episodes.errored_episodes for metric, value in values]
+    if rows:
+        episodes.frame = pd.concat([episodes.frame, pd.DataFrame(rows, columns=episodes.frame.columns)],
+                                   ignore_index=True)
+    episodes.errored_as_aborted = True
+    return episodes
+
+
 def _static_average(table: pd.DataFrame, games: list[str]) -> pd.Series:
     # clemcore's recipe on a subset: per-game values (already rounded), mean, round, product, round
     if not games:
@@ -154,11 +169,13 @@ def compute_table(
     static_games: set[str] | None = None,
     n_resamples: int = 1000,
     seed: int = 0,
+    errored_as_aborted: bool = False,
 ) -> pd.DataFrame:
     """clemscore table of one or more results dirs (shards are read as one run set).
 
     Inputs: the dirs; ``static_games`` (None: ask playprm's game registry; an empty set: no statscore);
-    bootstrap ``n_resamples`` and ``seed``. Output: a DataFrame indexed by model-pair folder name whose
+    bootstrap ``n_resamples`` and ``seed``; ``errored_as_aborted`` (score errored episodes as aborted ones
+    instead of leaving them out as clemcore does). Output: a DataFrame indexed by model-pair folder name whose
     first columns equal clemcore's ``clem eval`` results.csv (names, order, values), followed by
     statscore, CIs and episode counts. ``table.attrs["summary"]`` lists skipped files and errored episodes;
     ``table.attrs["static_games"]`` the static games used. Raises UsageError for unusable input.
@@ -166,6 +183,8 @@ def compute_table(
     if n_resamples < 1:
         raise UsageError(f"--resamples must be at least 1, got {n_resamples}")
     episodes = load_episode_scores(list(results_dirs))
+    if errored_as_aborted:
+        episodes = score_errored_as_aborted(episodes)
     static_games, reason = resolve_static_games(static_games)
     table = table_from_episodes(episodes, static_games, n_resamples, seed)
     if reason:

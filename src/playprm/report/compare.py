@@ -28,6 +28,7 @@ from playprm.report.clemscore import (
     STATSCORE,
     game_names,
     resolve_static_games,
+    score_errored_as_aborted,
     table_from_episodes,
 )
 from playprm.report.episodes import EpisodeScores, load_episode_scores, validate_results_dirs
@@ -126,13 +127,15 @@ def compare_runs(
     static_games: set[str] | None = None,
     n_resamples: int = 1000,
     seed: int = 0,
+    errored_as_aborted: bool = False,
 ) -> pd.DataFrame:
     """One row per model-pair folder of each results dir, honest runs first, env-lookahead runs after.
 
     Inputs: the dirs (each read on its own); ``static_games`` (None: ask the game registry); bootstrap
-    settings. Output: a DataFrame indexed by run label (``<dir name>/<model-pair>``) with mode metadata,
-    clemscore and its CI, statscore, averages, per-game % Played and Quality Score, mean costs per
-    episode (NaN where no cost.json), counts and ``section`` (``honest`` or ``env-lookahead``).
+    settings; ``errored_as_aborted`` as in ``compute_table``. Output: a DataFrame indexed by run label
+    (``<dir name>/<model-pair>``) with mode metadata, clemscore and its CI, statscore, averages, per-game
+    % Played and Quality Score, mean costs per episode (NaN where no cost.json), counts and ``section``
+    (``honest`` or ``env-lookahead``).
     ``table.attrs["summary"]`` holds notes on skipped files.
     """
     roots = validate_results_dirs(list(results_dirs))
@@ -140,6 +143,8 @@ def compare_runs(
     rows, summary = [], []
     for root in roots:
         episodes = load_episode_scores([root])
+        if errored_as_aborted:
+            episodes = score_errored_as_aborted(episodes)
         table = table_from_episodes(episodes, static_games, n_resamples, seed)
         rows += _run_rows(root, episodes, table)
         summary += [f"{root}: {line}" for line in episodes.summary_lines()]

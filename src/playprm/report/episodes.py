@@ -33,7 +33,8 @@ class EpisodeScores:
     ``frame``: clemeval's long frame (``EPISODE_COLUMNS``), ``Played = 1 - Aborted`` rows included.
     ``episode_dirs``: the folder of each scored episode (where ``cost.json`` sits).
     ``model_dirs``: every ``<model-pair>`` folder seen per model name (one per shard).
-    ``errored``: episodes with an ``error.json`` and no scores, per (model, game).
+    ``errored``: episodes with an ``error.json`` and no scores, per (model, game); ``errored_episodes``
+    their keys; ``errored_as_aborted``: whether they were added to ``frame`` as aborted episodes.
     ``unreadable``: (file, reason) for each scores.json that could not be used.
     ``duplicates``: identical copies of an already read episode that were skipped.
     ``hidden``: scores.json files under dot-folders (the runner's staging folders) that were skipped.
@@ -43,6 +44,8 @@ class EpisodeScores:
     episode_dirs: dict[EpisodeKey, Path] = field(default_factory=dict)
     model_dirs: dict[str, list[Path]] = field(default_factory=dict)
     errored: dict[tuple[str, str], int] = field(default_factory=dict)
+    errored_episodes: list[EpisodeKey] = field(default_factory=list)
+    errored_as_aborted: bool = False
     unreadable: list[tuple[Path, str]] = field(default_factory=list)
     duplicates: int = 0
     hidden: int = 0
@@ -62,7 +65,12 @@ class EpisodeScores:
             lines.append(f"{self.duplicates} identical duplicate episode(s) skipped")
         if self.errored:
             total = sum(self.errored.values())
-            lines.append(f"{total} errored episode(s) (error.json, no scores.json) counted apart, not scored")
+            if self.errored_as_aborted:
+                lines.append(f"{total} errored episode(s) (error.json, no scores.json) scored as aborted")
+            else:
+                lines.append(f"warning: {total} of {total + len(self.episode_dirs)} episode(s) errored (error.json, "
+                             f"no scores.json) and are left out of the scores, as clemcore does; pass "
+                             f"--errored-as-aborted to score them as aborted")
         return lines
 
 
@@ -180,6 +188,7 @@ def _count_errored(root: Path, result: EpisodeScores) -> None:
             continue
         model, game = key[0], key[1]
         result.errored[(model, game)] = result.errored.get((model, game), 0) + 1
+        result.errored_episodes.append(key)
         model_dir = error_file.parents[3]
         result.model_dirs.setdefault(model, [])
         if model_dir not in result.model_dirs[model]:

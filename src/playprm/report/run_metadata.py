@@ -1,11 +1,19 @@
-"""A run's ``<model-pair>/playprm_run.json``: which decoding mode produced the episodes beside it.
+"""A run's ``<model-pair>/playprm_run.json``: which decoding mode produced the episodes beside it, and the
+run's fingerprint.
 
 Written by the runner, e.g. ``{"mode": "best-of-n", "env_lookahead": false, "n_candidates": 8, ...}``.
 ``env_lookahead: true`` marks searches that saw the game's answers to actions they did not play.
+
+``fingerprint`` holds everything that changes the run's numbers: the policy (model id or folder, adapter,
+backend), the decoding settings its mode reads, the PRM folder, and a digest of every game instance (with
+its experiment's settings), keyed ``<game>/<experiment>/<game_id>``. A run folder holds one fingerprint:
+resuming or merging into it with other settings is refused, naming what differs. Instances are compared
+where both sides have them, so a rerun with a larger ``--limit`` (or another shard) adds to the run.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -14,6 +22,8 @@ from playprm.errors import UsageError
 RUN_METADATA_FILE = "playprm_run.json"
 # the fields that define what a run's number means
 MODE_FIELDS = ("mode", "env_lookahead", "n_candidates")
+FINGERPRINT = "fingerprint"
+INSTANCES = "instances"
 
 
 def read_run_metadata(path: Path) -> dict:
@@ -31,3 +41,65 @@ def is_env_lookahead(metadata: dict) -> bool:
     """True when the run metadata says the search looked at game answers to unplayed actions."""
     flag = metadata.get("env_lookahead", False)
     return flag is True or str(flag).strip().lower() in {"true", "1", "yes"}
+
+
+def policy_fingerprint(spec) -> dict:
+    """The parts of a resolved ``PolicySpec`` that decide which weights answer (a local folder by its full path)."""
+    return {"model": spec.model_id, "adapter": spec.peft_model, "backend": spec.backend,
+            "load_in_4bit": spec.load_in_4bit, "chat_template_kwargs": spec.chat_template_kwargs,
+            "base_url": spec.base_url}
+
+
+def instance_digests(instances: dict) -> dict[str, str]:
+    """``{"<game>/<experiment>/<game_id>": digest}`` for ``instances[game] = [(experiment, instance), ...]``."""
+    digests, settings = {}, {}
+    for game, rows in instances.items():
+        for experiment, instance in rows:
+            if id(experiment) not in settings:  # an experiment's settings (its instances left out) once each
+                settings[id(experiment)] = _canonical({k: v for k, v in experiment.items() if k != "game_instances"})
+            text = settings[id(experiment)] + _canonical(instance)
+            key = f"{game}/{experiment.get('name')}/{instance.get('game_id')}"
+            digests[key] = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return digests
+
+
+def _canonical(data) -> str:
+    return json.dumps(data, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def recorded_fingerprint(metadata: dict) -> dict:
+    """The fingerprint in a ``playprm_run.json``; for files written before fingerprints, their mode fields."""
+    recorded = metadata.get(FINGERPRINT)
+    if isinstance(recorded, dict):
+        return recorded
+    return {name: metadata[name] for name in MODE_FIELDS if name in metadata}
+
+
+def fingerprint_differences(first: dict, second: dict) -> list[str]:
+    """What differs between two fingerprints, one phrase each (``"max_tokens 16 vs 32"``); [] when they agree.
+
+    Fields only one side has are not compared (an older file, or a setting one mode does not read).
+    """
+    differences = [f"{name} {first[name]!r} vs {second[name]!r}" for name in first
+                   if name != INSTANCES and name in second and first[name] != second[name]]
+    ours, theirs = first.get(INSTANCES) or {}, second.get(INSTANCES) or {}
+    changed = sorted(key for key in ours.keys() & theirs.keys() if ours[key] != theirs[key])
+    if changed:
+        differences.append(f"{len(changed)} game instance(s) with other content (first: {changed[0]})")
+    return differences
+
+
+def claim_fingerprint(run_dir: Path, fingerprint: dict) -> dict:
+    """Check that ``run_dir`` holds no other run than ``fingerprint`` describes; returns the fingerprint to
+    record (its instances joined with those recorded). UsageError, one line, when anything differs."""
+    path = run_dir / RUN_METADATA_FILE
+    if not path.is_file():
+        return fingerprint
+    recorded = recorded_fingerprint(read_run_metadata(path))
+    differences = fingerprint_differences(recorded, fingerprint)
+    if differences:
+        hint = ("; two model folders of one name share a run folder: give one its own model_name in "
+                "model_registry.json" if recorded.get("model") not in (None, fingerprint.get("model")) else "")
+        raise UsageError(f"{run_dir} holds a run with other settings (recorded vs now: {'; '.join(differences)}); "
+                         f"rerun with its settings to resume it, or pass another --results-dir{hint}")
+    return {**fingerprint, INSTANCES: {**(recorded.get(INSTANCES) or {}), **fingerprint.get(INSTANCES, {})}}

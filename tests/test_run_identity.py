@@ -1,0 +1,140 @@
+"""A run folder holds one run: its fingerprint (model, adapter, decoding settings, PRM, game instances) is
+recorded, and resuming or merging with another fingerprint is refused in one line, before any model loads."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_names import eval_argv, wordle_copy
+
+from playprm.cli import main
+from playprm.config import EvalConfig
+from playprm.models.registry import resolve_policy
+from playprm.models.scripted import RandomValidPolicy, WordleOracleScorer
+from playprm.play import run_eval
+from playprm.report.run_metadata import RUN_METADATA_FILE
+
+RUN = "random-valid-t0.0--random-valid-t0.0"
+
+
+def refusal(capsys) -> str:
+    """The one stderr line of a refused command."""
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    return err
+
+
+def folder_state(run_dir: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(run_dir)): p.read_bytes() for p in sorted(run_dir.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("first, second, differs", [
+    ([], ["--max-tokens", "16"], "max_tokens 2048 vs 16"),
+    (["--temperature", "0.7"], ["--temperature", "0.7", "--seed", "1"], "seed 0 vs 1"),
+])
+def test_resuming_with_other_decoding_settings_is_refused_naming_what_differs(tmp_path, capsys, first, second,
+                                                                             differs):
+    results = tmp_path / "r"
+    assert main(eval_argv(results, *first)) == 0
+    run_dir = next(results.iterdir())
+    before = folder_state(run_dir)
+    capsys.readouterr()
+    assert main(eval_argv(results, *second)) == 2
+    err = refusal(capsys)
+    assert differs in err and str(run_dir) in err
+    assert folder_state(run_dir) == before  # neither the episodes nor playprm_run.json were touched
+
+
+def test_resuming_with_the_same_settings_and_a_larger_limit_adds_to_the_run(tmp_path, capsys):
+    results = tmp_path / "r"
+    assert main(eval_argv(results)) == 0
+    assert main([*eval_argv(results)[:-4], "--limit", "2", "--results-dir", str(results)]) == 0
+    assert "4 episodes planned, 2 already done" in capsys.readouterr().out
+    recorded = json.loads((results / RUN / RUN_METADATA_FILE).read_text())["fingerprint"]
+    assert len(recorded["instances"]) == 4
+
+
+def test_two_local_model_folders_of_one_name_do_not_share_a_run(tmp_path, capsys):
+    for parent in ("a", "b"):  # two different models, both in a folder named "policy"
+        (tmp_path / parent / "policy").mkdir(parents=True)
+        (tmp_path / parent / "policy" / "config.json").write_text("{}")
+    first = RandomValidPolicy()
+    first.spec = resolve_policy(str(tmp_path / "a" / "policy"))
+    results = tmp_path / "r"
+    run_dir, _ = run_eval(EvalConfig(policy_model=str(tmp_path / "a" / "policy"), games=["wordle"], limit=1,
+                                     results_dir=results), policy=first, progress=False)
+    assert run_dir.name == "policy-t0.0--policy-t0.0"
+    # the second folder's config.json is no model: had it loaded, this would be a traceback, not one line
+    code = main(["eval", "--policy-model", str(tmp_path / "b" / "policy"), "--game", "wordle", "--limit", "1",
+                 "--results-dir", str(results)])
+    err = refusal(capsys)
+    assert code == 2
+    assert f"{tmp_path / 'a' / 'policy'}" in err and f"{tmp_path / 'b' / 'policy'}" in err
+    assert "model_registry.json" in err
+    metadata = json.loads((run_dir / RUN_METADATA_FILE).read_text())
+    assert metadata["fingerprint"]["model"] == str((tmp_path / "a" / "policy").resolve())
+
+
+def fake_prm(folder: Path) -> Path:
+    """A folder that passes the PRM config check but holds no weights: loading it would fail loudly."""
+    from playprm.prm.model import HEAD_FILE, PRM_CONFIG, PRM_FORMAT
+
+    folder.mkdir(parents=True)
+    (folder / PRM_CONFIG).write_text(json.dumps({"format": PRM_FORMAT, "head": HEAD_FILE}))
+    (folder / HEAD_FILE).write_bytes(b"")
+    return folder
+
+
+def test_resuming_with_another_prm_is_refused_before_it_loads(tmp_path, capsys):
+    results = tmp_path / "r"
+    cfg = EvalConfig(policy_model="scripted:random-valid", mode="best-of-n", prm_path=fake_prm(tmp_path / "prm_a"),
+                     games=["wordle"], limit=1, results_dir=results, n_candidates=2, max_tokens=32)
+    run_eval(cfg, scorer=WordleOracleScorer("crane"), progress=False)
+    code = main(eval_argv(results, "--mode", "best-of-n", "--n-candidates", "2", "--max-tokens", "32",
+                          "--prm-path", str(fake_prm(tmp_path / "prm_b"))))
+    err = refusal(capsys)
+    assert code == 2 and "prm_path" in err and "prm_a" in err and "prm_b" in err
+
+
+def test_resuming_after_the_instances_changed_is_refused(tmp_path, capsys):
+    results = tmp_path / "r"
+    original = wordle_copy(tmp_path / "v1", lambda data: None)
+    assert main(eval_argv(results, "--games-dir", str(original))) == 0
+
+    def new_target(data):
+        data["experiments"][0]["game_instances"][0]["target_word"] = "zzzzz"
+
+    changed = wordle_copy(tmp_path / "v2", new_target)
+    capsys.readouterr()
+    assert main(eval_argv(results, "--games-dir", str(changed))) == 2
+    assert "1 game instance(s) with other content" in refusal(capsys)
+
+
+def test_resuming_collect_with_another_seed_is_refused(tmp_path, capsys):
+    argv = ["collect", "--policy-model", "scripted:random-valid", "--game", "wordle", "--limit", "1",
+            "--samples-per-instance", "1", "--results-dir", str(tmp_path / "r")]
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert main([*argv, "--seed", "5"]) == 2
+    assert "seed 0 vs 5" in refusal(capsys)
+
+
+def test_merge_of_shards_run_with_other_settings_is_refused(tmp_path, capsys):
+    assert main(eval_argv(tmp_path / "s0", "--shard", "0/2")) == 0
+    assert main(eval_argv(tmp_path / "s1", "--shard", "1/2", "--max-tokens", "16")) == 0
+    capsys.readouterr()
+    code = main(["merge", "--results-dir", str(tmp_path / "s0"), str(tmp_path / "s1"), "--out", str(tmp_path / "m")])
+    assert code == 2 and "max_tokens 2048 vs 16" in refusal(capsys)
+    assert not (tmp_path / "m").exists()
+
+
+def test_merge_of_shards_of_one_run_keeps_its_fingerprint(tmp_path, capsys):
+    for index in (0, 1):
+        assert main(eval_argv(tmp_path / f"s{index}", "--shard", f"{index}/2")) == 0
+    out = tmp_path / "m"
+    assert main(["merge", "--results-dir", str(tmp_path / "s0"), str(tmp_path / "s1"), "--out", str(out)]) == 0
+    assert len(list(out.glob(f"{RUN}/wordle/*/instance_*"))) == 2
+    merged = json.loads((out / RUN / RUN_METADATA_FILE).read_text())["fingerprint"]
+    assert merged == json.loads((tmp_path / "s1" / RUN / RUN_METADATA_FILE).read_text())["fingerprint"]
