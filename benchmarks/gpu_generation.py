@@ -1,5 +1,6 @@
 """Decode throughput on one GPU: playprm's HFPolicy and transformers' generate (and vLLM when importable) on a
-random-weight Qwen3-8B-shaped model in bf16, at batch 1, 16 and 64, against the HBM bandwidth roofline.
+random-weight model in bf16 (default: the card's Qwen3.5 layout at ~2.4B; `--model qwen3-8b` for Qwen3-8B's
+shape), at batch 1, 16 and 64, against the HBM bandwidth roofline.
 
 Run by benchmarks/gpu_generation.sh (which sets PYTHONPATH to src/). No download: the model is built from a
 config dict with random weights, the tokenizer is make-tiny's, padded to the model's vocabulary. Decode
@@ -35,7 +36,7 @@ def hf_engine(args) -> dict:
     started = time.perf_counter()
     model = gpu.random_causal_lm(config, tokenizer)
     build_seconds = time.perf_counter() - started
-    policy = HFPolicy(PolicySpec(name="qwen3-8b-random", backend="hf", model_id="random"), model, tokenizer,
+    policy = HFPolicy(PolicySpec(name=f"{args.model}-random", backend="hf", model_id="random"), model, tokenizer,
                       max_batch_rows=max(args.batches))
     contexts = gpu.chat_contexts(tokenizer, max(args.batches), args.prompt_tokens)
     prompt_lengths = [len(policy.prompt_ids(c)) for c in contexts]
@@ -73,7 +74,7 @@ def vllm_engine(args) -> dict:
     config = gpu.MODELS[args.model]
     tokenizer = gpu.padded_tokenizer(config["vocab_size"])
     with tempfile.TemporaryDirectory() as folder:
-        model_dir = gpu.write_model_dir(Path(folder) / "qwen3-8b-random", config, tokenizer)
+        model_dir = gpu.write_model_dir(Path(folder) / f"{args.model}-random", config, tokenizer)
         started = time.perf_counter()
         # load_format="dummy": random weights of the config's shapes, no checkpoint needed
         llm = vllm.LLM(model=str(model_dir), load_format="dummy", dtype="bfloat16", gpu_memory_utilization=0.85,
@@ -153,7 +154,7 @@ def markdown(results: list[dict], info: dict, args, bandwidth: float | None) -> 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--engine", choices=["all", "hf", "vllm"], default="all")
-    parser.add_argument("--model", choices=sorted(gpu.MODELS), default="qwen3-8b",
+    parser.add_argument("--model", choices=sorted(gpu.MODELS), default=gpu.DEFAULT_MODEL,
                         help="tiny: a toy Qwen3 to smoke-test this script on a CPU")
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 16, 64])
     parser.add_argument("--prompt-tokens", type=int, default=256)

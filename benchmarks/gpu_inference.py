@@ -1,4 +1,5 @@
-"""Best-of-N overhead and PRM scoring throughput on one GPU, on random-weight Qwen3-8B-shaped models in bf16.
+"""Best-of-N overhead and PRM scoring throughput on one GPU, on random-weight models in bf16 (default: the
+card's Qwen3.5 layout at ~2.4B).
 
 Run by benchmarks/gpu_inference.sh (which sets PYTHONPATH to src/). The policy is vLLM (playprm's VLLMPolicy,
 random weights via load_format="dummy") when vLLM is importable, else playprm's HFPolicy; the PRM is playprm's
@@ -28,7 +29,7 @@ def make_policy(tokenizer, config: dict, args, folder: Path):
     """(policy, engine name): VLLMPolicy on dummy weights when vLLM imports, else HFPolicy on a random model."""
     from playprm.models.base import PolicySpec
 
-    spec = PolicySpec(name="qwen3-8b-random", backend="hf", model_id="random")
+    spec = PolicySpec(name=f"{args.model}-random", backend="hf", model_id="random")
     try:
         import vllm
     except ImportError as error:
@@ -39,7 +40,7 @@ def make_policy(tokenizer, config: dict, args, folder: Path):
             f"transformers (HFPolicy); vLLM not importable: {error}"
     from playprm.models.vllm_policy import VLLMPolicy
 
-    model_dir = gpu.write_model_dir(folder / "qwen3-8b-random", config, tokenizer)
+    model_dir = gpu.write_model_dir(folder / f"{args.model}-random", config, tokenizer)
     # VLLMPolicy.__init__ loads weights from its model folder; here vLLM makes random ones of the config's
     # shapes (load_format="dummy"), and the rest of VLLMPolicy is used as it is.
     policy = VLLMPolicy.__new__(VLLMPolicy)
@@ -70,7 +71,7 @@ def main() -> int:
     parser.add_argument("--prm-candidates", type=int, default=8)
     parser.add_argument("--naive-contexts", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--model", choices=sorted(gpu.MODELS), default="qwen3-8b",
+    parser.add_argument("--model", choices=sorted(gpu.MODELS), default=gpu.DEFAULT_MODEL,
                         help="tiny: a toy Qwen3 to smoke-test this script on a CPU")
     args = parser.parse_args()
     config = gpu.MODELS[args.model]

@@ -1,7 +1,8 @@
 """Time and peak GPU memory of QLoRA training steps, SFT and PRM, on random-weight models of real size.
 
-Offline and self-contained: the model is built from a config dict (Qwen3-8B's shape; with ``--qwen35-27b`` also
-a Qwen3.5-27B-shaped text model where the disk holds its random weights), given random weights on the GPU,
+Offline and self-contained: the model is built from a config dict (the card's Qwen3.5 layout at ~2.4B, see
+``playprm.bench.gpu.QWEN3_5_2B``; with ``--qwen3-8b`` also Qwen3-8B's shape, with ``--qwen35-27b`` also a
+Qwen3.5-27B-shaped text model where the disk holds its random weights), given random weights on the GPU,
 saved to a scratch folder and loaded back through the trainers' own loader (4-bit NF4, double quantization,
 bf16 compute). It then trains a few steps of 4 sequences x 1024 tokens with the model card's settings (LoRA r=16
 on all linear layers, paged AdamW 8-bit, activation checkpointing) through the same trainer classes that
@@ -22,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from playprm.bench import gpu
+
 QWEN3_8B = ("qwen3", dict(
     vocab_size=151936, hidden_size=4096, intermediate_size=12288, num_hidden_layers=36, num_attention_heads=32,
     num_key_value_heads=8, head_dim=128, max_position_embeddings=40960, rope_theta=1_000_000.0, rms_norm_eps=1e-6,
@@ -32,6 +35,8 @@ QWEN35_27B = ("qwen3_5_text", dict(
     vocab_size=248320, hidden_size=5120, intermediate_size=17408, num_hidden_layers=64, num_attention_heads=24,
     num_key_value_heads=4, head_dim=256, tie_word_embeddings=False,
 ))
+QWEN35_2B = ("qwen3_5_text", {k: v for k, v in gpu.QWEN3_5_2B.items()
+                               if k not in ("architectures", "model_type", "torch_dtype")})
 TURNS_PER_SEQUENCE = 8  # PRM: head read at 8 reply ends per sequence, as in an 8-turn episode
 
 
@@ -230,6 +235,7 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=6, help="optimizer steps per job (the first is warm-up)")
     parser.add_argument("--batch", type=int, default=4, help="sequences per step")
     parser.add_argument("--length", type=int, default=1024, help="tokens per sequence")
+    parser.add_argument("--qwen3-8b", action="store_true", help="also the Qwen3-8B-shaped model (plain attention)")
     parser.add_argument("--qwen35-27b", action="store_true",
                         help="also the Qwen3.5-27B-shaped text model (needs ~50 GiB of free disk)")
     args = parser.parse_args()
@@ -243,7 +249,8 @@ def main() -> int:
     print(f"device: {torch.cuda.get_device_name(0)}, "
           f"{torch.cuda.get_device_properties(0).total_memory / 2**30:.0f} GiB", flush=True)
     tokenizer = build_tokenizer(2048)  # only its pad token is used: the data are token ids already
-    models = [("Qwen3-8B", *QWEN3_8B)] + ([("Qwen3.5-27B", *QWEN35_27B)] if args.qwen35_27b else [])
+    models = [("Qwen3.5-layout-2.4B", *QWEN35_2B)] + ([("Qwen3-8B", *QWEN3_8B)] if args.qwen3_8b else []) \
+        + ([("Qwen3.5-27B", *QWEN35_27B)] if args.qwen35_27b else [])
     results = []
     with tempfile.TemporaryDirectory(prefix="playprm-bench-") as scratch:
         for label, model_type, shape in models:

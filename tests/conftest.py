@@ -1,4 +1,5 @@
-"""Shared fixtures: a tiny random-weight policy/PRM pair built once per session, and the shared sample."""
+"""Shared fixtures: tiny random-weight policy/PRM pairs (one per architecture) built once per session, and the
+shared sample."""
 
 from __future__ import annotations
 
@@ -10,12 +11,31 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_SAMPLE = REPO_ROOT.parent / "shared" / "data" / "clembench-v2.0-sample"
 
 
-@pytest.fixture(scope="session")
-def tiny_models(tmp_path_factory) -> dict[str, Path]:
-    """``{"policy": Path, "prm": Path}`` written by ``make_tiny`` (a few seconds, no network)."""
-    from playprm.models.tiny import make_tiny
+_PAIRS = pytest.StashKey[dict]()  # one make_tiny pair per architecture for the whole session
+ARCHS = ("qwen3.5", "qwen3")  # the model card's hybrid-attention Qwen3.5 first, then plain Qwen3
 
-    return make_tiny(tmp_path_factory.mktemp("tiny"))
+
+def _tiny_pair(request, tmp_path_factory, arch: str) -> dict[str, Path]:
+    """The session's make_tiny pair of ``arch`` (a few seconds to build, no network), built on first use."""
+    from playprm.models.tiny import TinySize, make_tiny
+
+    pairs = request.config.stash.setdefault(_PAIRS, {})
+    if arch not in pairs:
+        pairs[arch] = make_tiny(tmp_path_factory.mktemp(f"tiny-{arch}"), TinySize(arch=arch))
+    return pairs[arch]
+
+
+@pytest.fixture(scope="session", params=ARCHS)
+def tiny_models(request, tmp_path_factory) -> dict[str, Path]:
+    """``{"policy": Path, "prm": Path}`` written by ``make_tiny``, once per architecture: every test of a model
+    path runs on the card's Qwen3.5 layout and on Qwen3, so neither can break unseen."""
+    return _tiny_pair(request, tmp_path_factory, request.param)
+
+
+@pytest.fixture(scope="session")
+def card_models(request, tmp_path_factory) -> dict[str, Path]:
+    """The Qwen3.5-layout pair alone, for tests whose subject is not the model (CLI errors, files, resume)."""
+    return _tiny_pair(request, tmp_path_factory, ARCHS[0])
 
 
 @pytest.fixture(scope="session")

@@ -12,9 +12,9 @@ from playprm.cli import main
 
 
 @pytest.fixture(scope="module")
-def pair(tiny_models) -> workload.ModelPair:
+def pair(card_models) -> workload.ModelPair:
     workload.quiet()
-    return workload.ModelPair(workload.TINY, tiny_models["policy"], tiny_models["prm"])
+    return workload.ModelPair(workload.TINY, card_models["policy"], card_models["prm"])
 
 
 @pytest.fixture(scope="module")

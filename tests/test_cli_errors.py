@@ -41,10 +41,10 @@ def broken_games(tmp_path):
     (["--game-all", "--mode", "best-of-n", "--prm-path", "/no/such/prm"], "is not a directory"),
     ([], "--game NAME"),
 ])
-def test_eval_rejects_bad_input_before_loading(tiny_models, tmp_path, capsys, extra, message):
+def test_eval_rejects_bad_input_before_loading(card_models, tmp_path, capsys, extra, message):
     results = tmp_path / "results"
-    argv = ["eval", "--policy-model", str(tiny_models["policy"]), "--results-dir", str(results)]
-    argv += [a.replace("{prm}", str(tiny_models["prm"])) for a in extra]
+    argv = ["eval", "--policy-model", str(card_models["policy"]), "--results-dir", str(results)]
+    argv += [a.replace("{prm}", str(card_models["prm"])) for a in extra]
     code, err = run_cli(argv, capsys)
     assert code == 2
     assert message in err and len(err.splitlines()) == 1 and "Traceback" not in err
@@ -57,8 +57,8 @@ def test_missing_model_directory(tmp_path, capsys):
     assert code == 2 and "no such model directory" in err and not (tmp_path / "r").exists()
 
 
-def test_malformed_instances_file(tiny_models, broken_games, tmp_path, capsys):
-    code, err = run_cli(["eval", "--policy-model", str(tiny_models["policy"]), "--game", "wordle",
+def test_malformed_instances_file(card_models, broken_games, tmp_path, capsys):
+    code, err = run_cli(["eval", "--policy-model", str(card_models["policy"]), "--game", "wordle",
                          "--games-dir", str(broken_games), "--results-dir", str(tmp_path / "r")], capsys)
     assert code == 2 and "instances.json" in err and len(err.splitlines()) == 1
     assert not (tmp_path / "r").exists()
@@ -71,24 +71,24 @@ def test_errors_come_from_the_real_command_line_without_traceback(tmp_path):
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
 
 
-def test_collect_rejects_bad_input(tiny_models, tmp_path, capsys):
+def test_collect_rejects_bad_input(card_models, tmp_path, capsys):
     for extra, message in [(["--samples-per-instance", "0"], "at least 1"),
                            (["--branch-factor", "0"], "at least 1"),
                            (["--temperature", "0"], "> 0")]:
-        code, err = run_cli(["collect", "--policy-model", str(tiny_models["policy"]), "--game-all",
+        code, err = run_cli(["collect", "--policy-model", str(card_models["policy"]), "--game-all",
                              "--results-dir", str(tmp_path / "r"), *extra], capsys)
         assert code == 2 and message in err
     assert not (tmp_path / "r").exists()
 
 
-def test_broken_game_is_recorded_and_the_other_games_finish(tiny_models, tmp_path, capsys):
+def test_broken_game_is_recorded_and_the_other_games_finish(card_models, tmp_path, capsys):
     from playprm.games.registry import builtin_games_dir
 
     games = tmp_path / "games"
     shutil.copytree(builtin_games_dir() / "referencegame", games / "referencegame")
     (games / "referencegame" / "master.py").write_text("raise ImportError('written for another clemcore')\n")
     results = tmp_path / "r"
-    code = main(["eval", "--policy-model", str(tiny_models["policy"]), "--game-all", "--games-dir", str(games),
+    code = main(["eval", "--policy-model", str(card_models["policy"]), "--game-all", "--games-dir", str(games),
                  "--limit", "1", "--max-tokens", "4", "--results-dir", str(results)])
     assert code == 0
     out = capsys.readouterr().out

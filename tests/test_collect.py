@@ -14,9 +14,9 @@ def read_turns(run_dir):
     return [json.loads(line) for line in (run_dir / "turns.jsonl").read_text().splitlines()]
 
 
-def test_four_samples_per_instance_are_four_distinct_episodes(tiny_models, tmp_path):
+def test_four_samples_per_instance_are_four_distinct_episodes(card_models, tmp_path):
     settings = CollectSettings(samples_per_instance=4, temperature=1.0, max_tokens=12)
-    run_dir, summary = run_collect(str(tiny_models["policy"]), ["wordle", "referencegame"], False, None, 1,
+    run_dir, summary = run_collect(str(card_models["policy"]), ["wordle", "referencegame"], False, None, 1,
                                    tmp_path, settings, progress=False)
     folders = sorted(p.parent for p in run_dir.rglob("interactions.json"))
     assert len(folders) == 2 * 2 * 4  # 2 games x 2 experiments x 1 instance x 4 samples

@@ -40,15 +40,15 @@ def test_working_directory_entries_come_before_clemcore_packaged_ones(tmp_path):
     assert resolve_policy("llama-3.3-70b", cwd=tmp_path).model_id == "meta-llama/Llama-3.3-70B-Instruct"
 
 
-def test_local_model_directory_is_accepted(tiny_models, tmp_path):
-    spec = resolve_policy(str(tiny_models["policy"]), cwd=tmp_path)
+def test_local_model_directory_is_accepted(card_models, tmp_path):
+    spec = resolve_policy(str(card_models["policy"]), cwd=tmp_path)
     assert spec.backend == "hf" and spec.name == "policy"
 
 
-def test_relative_paths_in_entries_resolve_against_the_working_directory(tiny_models, tmp_path):
+def test_relative_paths_in_entries_resolve_against_the_working_directory(card_models, tmp_path):
     import shutil
 
-    shutil.copytree(tiny_models["policy"], tmp_path / "weights")
+    shutil.copytree(card_models["policy"], tmp_path / "weights")
     write_registry(tmp_path, [{"model_name": "mine", "backend": "huggingface_local", "huggingface_id": "weights"}])
     assert resolve_policy("mine", cwd=tmp_path).model_id == str((tmp_path / "weights").resolve())
 

@@ -53,10 +53,40 @@ def _reference_greedy(model, tokenizer, policy, context, max_tokens):
 
 def test_batched_greedy_with_shared_prefill_equals_plain_generate(policy):
     # n=3 at temperature 0 must give three copies of what transformers' generate gives for each context
+    # (on Qwen3.5 the repeated cache holds gated delta-net convolution and recurrent states besides keys/values)
     out = policy.generate(CONTEXTS, n=3, temperature=0.0, max_tokens=12)
     for context, candidates in zip(CONTEXTS, out):
         expected = _reference_greedy(policy.model, policy.tokenizer, policy, context, 12)
         assert [c.text for c in candidates] == [expected] * 3
+
+
+def test_left_padding_does_not_leak_into_the_state(policy):
+    # contexts of very different lengths in one batch give the tokens (and log-probabilities) of each alone
+    contexts = [[{"role": "user", "content": "word " * 300}], *CONTEXTS]
+    batched = policy.generate(contexts, n=2, temperature=0.0, max_tokens=10)
+    for context, together in zip(contexts, batched):
+        alone = policy.generate([context], n=1, temperature=0.0, max_tokens=10)[0][0]
+        assert [c.text for c in together] == [alone.text] * 2
+        assert together[0].logprob == pytest.approx(alone.logprob, abs=1e-4)
+    lengths = [len(policy.prompt_ids(c)) for c in contexts]
+    assert max(lengths) > 20 * min(lengths)
+
+
+def test_the_card_layout_is_qwen3_5_hybrid_attention(card_models):
+    # what make-tiny writes by default is laid out as Qwen/Qwen3.5-27B on the hub
+    import json
+
+    config = json.loads((card_models["policy"] / "config.json").read_text())
+    assert config["architectures"] == ["Qwen3_5ForConditionalGeneration"] and config["model_type"] == "qwen3_5"
+    assert "vision_config" in config
+    assert config["text_config"]["layer_types"] == ["linear_attention"] * 3 + ["full_attention"]
+    policy = HFPolicy(resolve_policy(str(card_models["policy"])))
+    assert type(policy.model).__name__ == "Qwen3_5ForCausalLM"  # the text stack; no vision tower loaded
+    ids = torch.tensor([policy.prompt_ids(CONTEXTS[0])])
+    cache = policy.model(ids, use_cache=True).past_key_values
+    assert [type(layer).__name__ for layer in cache.layers] == ["LinearAttentionLayer"] * 3 + ["DynamicLayer"]
+    greedy = policy.generate(CONTEXTS, n=1, temperature=0.0, max_tokens=12)
+    assert len({group[0].text for group in greedy}) == len(CONTEXTS)  # greedy tests above compare real text
 
 
 def test_chat_template_kwargs_reach_the_template(tiny_models):

@@ -33,10 +33,10 @@ def episode_set(results: Path) -> dict[str, dict]:
     return found
 
 
-def test_killed_runs_resume_to_the_same_episodes(tiny_models, tmp_path):
+def test_killed_runs_resume_to_the_same_episodes(card_models, tmp_path):
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     clean = tmp_path / "clean"
-    subprocess.run(command(tiny_models["policy"], clean), check=True, capture_output=True, env=env, timeout=300)
+    subprocess.run(command(card_models["policy"], clean), check=True, capture_output=True, env=env, timeout=300)
     expected = episode_set(clean)
     assert len(expected) == 12
 
@@ -44,14 +44,14 @@ def test_killed_runs_resume_to_the_same_episodes(tiny_models, tmp_path):
     rng = random.Random(7)
     kills = 0
     for _ in range(3):
-        process = subprocess.Popen(command(tiny_models["policy"], killed), stdout=subprocess.DEVNULL,
+        process = subprocess.Popen(command(card_models["policy"], killed), stdout=subprocess.DEVNULL,
                                    stderr=subprocess.DEVNULL, env=env)
         time.sleep(rng.uniform(3.0, 9.0))
         if process.poll() is None:
             process.send_signal(signal.SIGKILL)
             kills += 1
         process.wait(timeout=60)
-    subprocess.run(command(tiny_models["policy"], killed), check=True, capture_output=True, env=env, timeout=300)
+    subprocess.run(command(card_models["policy"], killed), check=True, capture_output=True, env=env, timeout=300)
     resumed = episode_set(killed)
     assert kills >= 1
     assert sorted(resumed) == sorted(expected)  # same episodes, none missing, none duplicated

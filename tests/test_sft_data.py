@@ -94,14 +94,14 @@ def test_fitting_leaves_short_samples_alone_and_gives_up_when_replies_alone_are_
     assert fit_to_length(messages, 80, characters) is None
 
 
-def test_tokenizer_limit_shortens_or_drops_and_the_card_counts_both(shared_sample, tiny_models, tmp_path):
+def test_tokenizer_limit_shortens_or_drops_and_the_card_counts_both(shared_sample, card_models, tmp_path):
     full, fitted = tmp_path / "full", tmp_path / "fitted"
     assert main(["sft-data", "--results-dir", str(shared_sample), "--out", str(full)]) == 0
     assert main(["sft-data", "--results-dir", str(shared_sample), "--out", str(fitted),
-                 "--tokenizer", str(tiny_models["policy"]), "--max-length", "600"]) == 0
+                 "--tokenizer", str(card_models["policy"]), "--max-length", "600"]) == 0
     from transformers import AutoTokenizer
 
-    count_tokens = chat_token_counter(AutoTokenizer.from_pretrained(tiny_models["policy"]))
+    count_tokens = chat_token_counter(AutoTokenizer.from_pretrained(card_models["policy"]))
     originals = {(s["meta"]["model_folder"], s["meta"]["game"], s["meta"]["experiment"], s["meta"]["episode"],
                   s["meta"]["player"]): s["messages"] for s in samples_of(full)}
     kept = samples_of(fitted)

@@ -124,9 +124,7 @@ def test_prm_learns_a_label_that_depends_on_the_reply_text(trained_prm):
 
 
 def test_saved_prm_reloads_with_load_prm_and_its_adapter_changes_the_backbone(trained_prm, tiny_models):
-    from transformers import AutoModel
-
-    from playprm.prm.model import load_prm
+    from playprm.prm.model import TextBackbone, load_prm
     from playprm.prm.scorer import PRMScorer
 
     model, tokenizer, config = load_prm(trained_prm, device="cpu")
@@ -135,7 +133,10 @@ def test_saved_prm_reloads_with_load_prm_and_its_adapter_changes_the_backbone(tr
     good, bad = PRMScorer(model, tokenizer).score([context], [["GUESS: river GOOD", "GUESS: river BAD"]])[0]
     assert good > 0.5 > bad
     ids = torch.tensor([tokenizer("GUESS: river GOOD").input_ids])
-    base = AutoModel.from_pretrained(tiny_models["policy"]).eval()
+    base = TextBackbone.from_pretrained(str(tiny_models["policy"])).eval()
+    # the backbone is the text stack alone, also of the card's multimodal checkpoint: no vision tower, no LM head
+    assert type(base).__name__ in ("Qwen3_5TextModel", "Qwen3Model")
+    assert not any("visual" in name or "lm_head" in name for name, _ in model.backbone.named_parameters())
     with torch.no_grad():
         assert not torch.allclose(base(ids).last_hidden_state, model.backbone(ids).last_hidden_state, atol=1e-4)
 

@@ -21,10 +21,31 @@ QWEN3_8B = {
     "head_dim": 128, "hidden_act": "silu", "max_position_embeddings": 40960, "rms_norm_eps": 1e-6,
     "rope_theta": 1000000.0, "tie_word_embeddings": False, "attention_bias": False, "torch_dtype": "bfloat16",
 }
-# a Qwen3 of the same layout at toy size, to smoke-test the scripts on a CPU (``--model tiny``)
+# The model card's architecture at ~2.4B parameters: Qwen3.5's text stack (3 gated delta-net layers to 1 gated
+# full-attention layer, head_dim 256 with a quarter of it rotary, an interleaved multimodal RoPE, Qwen3.5's
+# vocabulary, untied embeddings) with Qwen3.5-27B's proportions at 24 layers of hidden 2048. Not a published
+# checkpoint's config: random weights of this shape say what the architecture costs on the GPU.
+QWEN3_5_2B = {
+    "architectures": ["Qwen3_5ForCausalLM"], "model_type": "qwen3_5_text", "vocab_size": 248320,
+    "hidden_size": 2048, "intermediate_size": 6144, "num_hidden_layers": 24, "num_attention_heads": 8,
+    "num_key_value_heads": 2, "head_dim": 256, "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128,
+    "linear_value_head_dim": 128, "linear_num_key_heads": 16, "linear_num_value_heads": 16,
+    "layer_types": ["full_attention" if (i + 1) % 4 == 0 else "linear_attention" for i in range(24)],
+    "hidden_act": "silu", "max_position_embeddings": 262144, "rms_norm_eps": 1e-6, "tie_word_embeddings": False,
+    "rope_parameters": {"rope_type": "default", "rope_theta": 10_000_000.0, "partial_rotary_factor": 0.25,
+                        "mrope_section": [11, 11, 10], "mrope_interleaved": True},
+    "torch_dtype": "bfloat16",
+}
+# the same layouts at toy size, to smoke-test the scripts on a CPU (``--model tiny`` / ``tiny-qwen3``)
 TINY_QWEN3 = {**QWEN3_8B, "vocab_size": 4096, "hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 2,
               "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32}
-MODELS = {"qwen3-8b": QWEN3_8B, "tiny": TINY_QWEN3}
+TINY_QWEN3_5 = {**QWEN3_5_2B, "vocab_size": 4096, "hidden_size": 128, "intermediate_size": 256,
+                "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32,
+                "linear_key_head_dim": 16, "linear_value_head_dim": 16, "linear_num_key_heads": 2,
+                "linear_num_value_heads": 4, "layer_types": ["linear_attention"] * 3 + ["full_attention"],
+                "rope_parameters": {**QWEN3_5_2B["rope_parameters"], "mrope_section": [2, 1, 1]}}
+MODELS = {"qwen3.5-2b": QWEN3_5_2B, "qwen3-8b": QWEN3_8B, "tiny": TINY_QWEN3_5, "tiny-qwen3": TINY_QWEN3}
+DEFAULT_MODEL = "qwen3.5-2b"  # the card's architecture
 H200_BANDWIDTH = 4.8e12  # bytes/s, the vendor's HBM3e figure
 
 
@@ -54,10 +75,16 @@ def padded_tokenizer(vocab_size: int, base_vocab: int = 2048):
 
 
 def config_object(config: dict):
-    from transformers import Qwen3Config
+    """The transformers config of a ``MODELS`` entry (``Qwen3Config`` or ``Qwen3_5TextConfig``)."""
+    from transformers import AutoConfig
 
     fields = {k: v for k, v in config.items() if k not in ("architectures", "model_type", "torch_dtype")}
-    return Qwen3Config(**fields)
+    return AutoConfig.for_model(config["model_type"], **fields)
+
+
+def is_hybrid(config: dict) -> bool:
+    """Qwen3.5's layout: linear-attention layers beside full-attention ones."""
+    return "linear_attention" in config.get("layer_types", [])
 
 
 def default_device() -> str:
@@ -74,9 +101,10 @@ def synchronize() -> None:
 
 
 def random_causal_lm(config: dict, tokenizer, *, device: str | None = None):
-    """Qwen3ForCausalLM with random bf16 weights, built on the device (seconds, no checkpoint)."""
+    """A causal LM of ``config`` (Qwen3ForCausalLM or Qwen3_5ForCausalLM) with random bf16 weights, built on the
+    device (seconds, no checkpoint)."""
     import torch
-    from transformers import Qwen3ForCausalLM
+    from transformers import AutoModelForCausalLM
 
     cfg = config_object(config)
     cfg.eos_token_id = tokenizer.convert_tokens_to_ids("<|im_end|>")
@@ -86,7 +114,7 @@ def random_causal_lm(config: dict, tokenizer, *, device: str | None = None):
     torch.set_default_dtype(torch.bfloat16)
     try:
         with torch.device(device or default_device()):
-            model = Qwen3ForCausalLM(cfg)
+            model = AutoModelForCausalLM.from_config(cfg)
     finally:
         torch.set_default_dtype(previous)
     model.generation_config.eos_token_id = cfg.eos_token_id
@@ -113,35 +141,66 @@ def random_prm(config: dict, *, device: str | None = None):
 
 
 def write_model_dir(directory: Path, config: dict, tokenizer) -> Path:
-    """config.json and tokenizer files, no weights: what vLLM's ``load_format="dummy"`` needs."""
+    """config.json and tokenizer files, no weights: what vLLM's ``load_format="dummy"`` needs. A Qwen3.5 layout
+    is written as the hub's multimodal checkpoints are (``Qwen3_5ForConditionalGeneration``, the text config
+    under ``text_config``, a default vision tower), the class vLLM serves Qwen3.5 with."""
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / "config.json").write_text(json.dumps({**config, "eos_token_id": tokenizer.convert_tokens_to_ids(
-        "<|im_end|>"), "pad_token_id": tokenizer.pad_token_id}, indent=2))
+    ids = {"eos_token_id": tokenizer.convert_tokens_to_ids("<|im_end|>"), "pad_token_id": tokenizer.pad_token_id}
+    document = {**config, **ids}
+    if is_hybrid(config):
+        text = {k: v for k, v in document.items() if k not in ("architectures", "torch_dtype")}
+        document = {"architectures": ["Qwen3_5ForConditionalGeneration"], "model_type": "qwen3_5",
+                    "text_config": text, "vision_config": {"model_type": "qwen3_5_vision"},
+                    "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
+    (directory / "config.json").write_text(json.dumps(document, indent=2))
     tokenizer.save_pretrained(directory)
     return directory
 
 
 def weight_bytes_per_step(config: dict, bytes_per_value: int = 2) -> float:
-    """Bytes of weights one decode step reads: every matrix once, the input embedding only by row (so left out)."""
-    h, i, layers = config["hidden_size"], config["intermediate_size"], config["num_hidden_layers"]
-    q = config["num_attention_heads"] * config["head_dim"]
-    kv = config["num_key_value_heads"] * config["head_dim"]
-    per_layer = h * q + 2 * h * kv + q * h + 3 * h * i + 2 * h + 2 * config["head_dim"]
-    lm_head = config["vocab_size"] * h
-    return float((layers * per_layer + lm_head + h) * bytes_per_value)
+    """Bytes of weights one decode step reads: every parameter once, the input embedding only by row (so left
+    out when the LM head is a separate matrix). Counted on the meta device, so any layout is exact."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config_object(config))
+    total = sum(p.numel() for p in model.parameters())
+    if not config.get("tie_word_embeddings", False):
+        total -= model.get_input_embeddings().weight.numel()
+    return float(total * bytes_per_value)
+
+
+def full_attention_layers(config: dict) -> int:
+    """Layers that keep keys and values per token (all of them on Qwen3, 1 in 4 on Qwen3.5)."""
+    types = config.get("layer_types")
+    return types.count("full_attention") if types else config["num_hidden_layers"]
 
 
 def kv_bytes_per_token(config: dict, bytes_per_value: int = 2) -> float:
     """Bytes of KV cache one cached token adds (and each decode step reads back)."""
-    return float(2 * config["num_hidden_layers"] * config["num_key_value_heads"] * config["head_dim"]
+    return float(2 * full_attention_layers(config) * config["num_key_value_heads"] * config["head_dim"]
                  * bytes_per_value)
+
+
+def state_bytes_per_sequence(config: dict, bytes_per_value: int = 2) -> float:
+    """Qwen3.5: the fixed-size gated delta-net state of one sequence (recurrent matrix + convolution window per
+    linear-attention layer), read and written every decode step whatever the context length; 0 on Qwen3."""
+    if not is_hybrid(config):
+        return 0.0
+    layers = config["num_hidden_layers"] - full_attention_layers(config)
+    key_dim = config["linear_num_key_heads"] * config["linear_key_head_dim"]
+    value_dim = config["linear_num_value_heads"] * config["linear_value_head_dim"]
+    recurrent = config["linear_num_value_heads"] * config["linear_key_head_dim"] * config["linear_value_head_dim"]
+    convolution = (2 * key_dim + value_dim) * config["linear_conv_kernel_dim"]
+    return float(layers * (recurrent + convolution) * bytes_per_value)
 
 
 def roofline_tokens_per_second(config: dict, batch: int, context: int, bandwidth: float = H200_BANDWIDTH) -> dict:
     """Upper bounds of decode tokens/s when a step is limited by reading memory: weights only, and weights plus
     the batch's KV cache at ``context`` tokens."""
     weights = weight_bytes_per_step(config)
-    kv = batch * context * kv_bytes_per_token(config)
+    kv = batch * (context * kv_bytes_per_token(config) + 2 * state_bytes_per_sequence(config))
     return {"weights_only": batch * bandwidth / weights, "with_kv": batch * bandwidth / (weights + kv)}
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from playprm import atomic
-from playprm.bench import FIGURES, episodes, generation, growth, scoring, workload
+from playprm.bench import FIGURES, architectures, episodes, generation, growth, scoring, workload
 from playprm.bench.report import Figure, render_generated, write_benchmarks_md
 from playprm.bench.timing import machine_info
 from playprm.models.tiny import TinySize
@@ -21,7 +21,8 @@ from playprm.models.tiny import TinySize
 class Sizes:
     """Workload sizes of every figure (defaults: the full suite)."""
 
-    model: TinySize = field(default_factory=lambda: workload.SMALL)  # figures 0-4
+    model: TinySize = field(default_factory=lambda: workload.SMALL)  # figures 0-4 (the card's Qwen3.5 layout)
+    other_arch: TinySize = field(default_factory=lambda: workload.SMALL_QWEN3)  # figure 1b, beside `model`
     growth_model: TinySize = field(default_factory=lambda: workload.TINY)  # figure 5
     pairs: int = 3
     contexts: int = 16
@@ -44,7 +45,7 @@ class Sizes:
 
 
 FULL = Sizes()
-QUICK = Sizes(model=workload.TINY, pairs=1, contexts=2, ns=(1, 2), slow_ns=(1, 2), max_tokens=3, prm_contexts=1,
+QUICK = Sizes(model=workload.TINY, other_arch=TinySize(arch="qwen3"), pairs=1, contexts=2, ns=(1, 2), slow_ns=(1, 2), max_tokens=3, prm_contexts=1,
               prm_context_tokens=96, prm_candidates=2, prm_candidate_tokens=8, limit=1, episode_max_tokens=3,
               clem_batch_sizes=(1, 2), bon_ns=(2,), beam_points=((1, 2), (2, 2)), beam_max_tokens=2,
               memory_episodes=12, memory_first=4, memory_max_tokens=2)
@@ -53,6 +54,7 @@ QUICK = Sizes(model=workload.TINY, pairs=1, contexts=2, ns=(1, 2), slow_ns=(1, 2
 def figure_runners(sizes: Sizes, small: workload.ModelPair, tiny: workload.ModelPair,
                    work: Path) -> dict[str, Callable[[], Figure]]:
     s = sizes
+    other = lambda: workload.tiny_pair(work, s.other_arch)  # noqa: E731 - built only when figure 1b runs
     return {
         "threads": lambda: generation.thread_sensitivity(small, contexts=s.contexts, max_tokens=s.max_tokens,
                                                          pairs=s.pairs),
@@ -62,6 +64,10 @@ def figure_runners(sizes: Sizes, small: workload.ModelPair, tiny: workload.Model
         "prm": lambda: scoring.run(small, contexts=s.prm_contexts, context_tokens=s.prm_context_tokens,
                                    candidates=s.prm_candidates, candidate_tokens=s.prm_candidate_tokens,
                                    pairs=s.pairs),
+        "architectures": lambda: architectures.run(
+            {small.size.arch: small, s.other_arch.arch: other()}, contexts=s.contexts, max_tokens=s.max_tokens,
+            prm_contexts=s.prm_contexts, prm_context_tokens=s.prm_context_tokens, prm_candidates=s.prm_candidates,
+            prm_candidate_tokens=s.prm_candidate_tokens, pairs=s.pairs),
         "episodes": lambda: episodes.throughput(small, work, limit=s.limit, max_tokens=s.episode_max_tokens,
                                                 batch_sizes=s.clem_batch_sizes, pairs=s.pairs),
         "best_of_n": lambda: episodes.best_of_n_overhead(small, work, limit=s.limit,

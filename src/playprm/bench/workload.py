@@ -22,7 +22,8 @@ from playprm.models.tiny import TinySize
 
 GAMES = ["wordle", "taboo", "referencegame"]
 SMALL = TinySize(layers=4, hidden=256, heads=4, kv_heads=2)  # `make-tiny --layers 4 --hidden 256 --heads 4`
-TINY = TinySize()  # make-tiny's defaults: 2 layers, hidden 64
+SMALL_QWEN3 = TinySize(layers=4, hidden=256, heads=4, kv_heads=2, arch="qwen3")  # the same size without Qwen3.5
+TINY = TinySize()  # make-tiny's defaults: the card's Qwen3.5 layout, 4 layers, hidden 64
 
 
 @dataclass
@@ -35,14 +36,15 @@ class ModelPair:
 
     @property
     def label(self) -> str:
-        return f"{self.size.layers}-layer hidden-{self.size.hidden}"
+        return f"{self.size.arch} {self.size.layers}-layer hidden-{self.size.hidden}"
 
 
 def tiny_pair(work: Path, size: TinySize) -> ModelPair:
-    """``make_tiny`` into ``work/tiny-<layers>x<hidden>``, reused when a previous run left the same size there."""
+    """``make_tiny`` into ``work/tiny-<arch>-<layers>x<hidden>``, reused when a previous run left the same size
+    there."""
     from playprm.models.tiny import make_tiny
 
-    out = Path(work) / f"tiny-{size.layers}x{size.hidden}"
+    out = Path(work) / f"tiny-{size.arch}-{size.layers}x{size.hidden}"
     marker = out / "policy" / "playprm_tiny.json"
     ready = (out / "prm").is_dir() and marker.is_file() and json.loads(marker.read_text()) == size.__dict__
     if not ready:

@@ -12,7 +12,10 @@ def register(subparsers) -> None:
         "make-tiny", help="write a tiny random-weight policy (DIR/policy) and PRM (DIR/prm)"
     )
     parser.add_argument("--out", required=True, type=Path, help="directory to write policy/ and prm/ into")
-    parser.add_argument("--layers", type=int, default=2, help="transformer layers (default 2)")
+    parser.add_argument("--arch", choices=("qwen3.5", "qwen3"), default="qwen3.5",
+                        help="qwen3.5 (default): the model card's layout, a multimodal checkpoint whose layers "
+                             "repeat 3 linear-attention + 1 full-attention; qwen3: plain softmax attention")
+    parser.add_argument("--layers", type=int, help="transformer layers (default 4 for qwen3.5, 2 for qwen3)")
     parser.add_argument("--hidden", type=int, default=64, help="hidden size (default 64)")
     parser.add_argument("--heads", type=int, default=4, help="attention heads (default 4)")
     parser.add_argument("--seed", type=int, default=0, help="weight initialisation seed")
@@ -20,7 +23,7 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    if args.layers < 1 or args.hidden < 8 or args.heads < 1 or args.hidden % args.heads:
+    if (args.layers is not None and args.layers < 1) or args.hidden < 8 or args.heads < 1 or args.hidden % args.heads:
         raise UsageError("--layers and --heads must be >= 1 and --hidden a multiple of --heads (>= 8)")
     if args.out.exists() and not args.out.is_dir():
         raise UsageError(f"--out {args.out} exists and is not a directory; choose another path")
@@ -28,8 +31,8 @@ def run(args) -> int:
 
     kv_heads = max(1, args.heads // 2)
     paths = make_tiny(
-        args.out, TinySize(layers=args.layers, hidden=args.hidden, heads=args.heads, kv_heads=kv_heads),
+        args.out, TinySize(layers=args.layers, hidden=args.hidden, heads=args.heads, kv_heads=kv_heads, arch=args.arch),
         seed=args.seed,
     )
-    print(f"policy: {paths['policy']}\nprm:    {paths['prm']}")
+    print(f"policy: {paths['policy']} ({args.arch})\nprm:    {paths['prm']}")
     return 0

@@ -2,9 +2,9 @@
 
 ``generate(..., num_return_sequences=n)`` in transformers repeats every prompt n times before the prefill, so
 the context is encoded n times (measured in DESIGN.md: 3.6x the time of n=1 at n=4). Here each batch of
-contexts is prefilled once, its KV cache is repeated n times (``DynamicCache.batch_repeat_interleave``), and
-the n continuations are decoded together in a small sampling loop that also records log-probabilities and
-stops on the template's end-of-turn token.
+contexts is prefilled once, its cache is repeated n times (``kv.repeat_rows``: attention keys/values and, on
+Qwen3.5, the linear-attention states), and the n continuations are decoded together in a small sampling loop
+that also records log-probabilities and stops on the template's end-of-turn token.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import torch
 
 from playprm import chat
 from playprm.models.base import Candidate, PolicySpec
-from playprm.models.kv import cache_kwargs, output_cache
+from playprm.models.kv import cache_kwargs, output_cache, repeat_rows
 
 logger = logging.getLogger(__name__)
 
@@ -60,9 +60,9 @@ def load_causal_lm(spec: PolicySpec, *, device: str | None = None):
     tokenizer = AutoTokenizer.from_pretrained(spec.model_id, trust_remote_code=spec.trust_remote_code)
     model = AutoModelForCausalLM.from_pretrained(spec.model_id, **kwargs)
     if spec.peft_model:
-        from peft import PeftModel
+        from playprm.models.adapters import load_adapter
 
-        model = PeftModel.from_pretrained(model, spec.peft_model)
+        model = load_adapter(model, spec.peft_model)  # either layout of a multimodal checkpoint
     if not cuda:
         model.to(device)
     model.eval()
@@ -130,7 +130,7 @@ class HFPolicy:
         out = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True)
         cache, logits = output_cache(out), out.logits[:, -1, :].float()
         if n > 1:  # the context was encoded once; its cache now serves all n continuations
-            cache.batch_repeat_interleave(n)
+            repeat_rows(cache, len(prompts), n, device)
             logits = logits.repeat_interleave(n, dim=0)
             mask = mask.repeat_interleave(n, dim=0)
             positions = positions.repeat_interleave(n, dim=0)

@@ -1,8 +1,12 @@
 """Tiny random-weight chat models, built locally so that everything runs offline on CPU in seconds.
 
-``make_tiny(out)`` writes ``out/policy`` (a Qwen3-architecture causal LM with a byte-level BPE tokenizer
-trained here and a Qwen-style chat template that understands ``enable_thinking``) and ``out/prm`` (a
-process reward model on a second tiny backbone with the same tokenizer).
+``make_tiny(out)`` writes ``out/policy`` and ``out/prm`` (a process reward model on a second tiny backbone),
+both with a byte-level BPE tokenizer trained here and a Qwen-style chat template that understands
+``enable_thinking``. The default architecture is the model card's: **Qwen3.5**, laid out as the hub's
+Qwen/Qwen3.5-27B checkpoint is — ``Qwen3_5ForConditionalGeneration`` (a tiny vision tower beside the language
+model), ``layer_types`` repeating 3 x ``linear_attention`` (gated delta-net) + 1 x ``full_attention``, partial
+rotary embeddings with an interleaved multimodal RoPE. ``arch="qwen3"`` writes the plain softmax-attention
+Qwen3 of earlier releases.
 """
 
 from __future__ import annotations
@@ -30,17 +34,38 @@ CHAT_TEMPLATE = (
 )
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"]
+# Qwen3.5's vision placeholders: the multimodal config names their ids, so the tokenizer must have them
+VISION_TOKENS = ["<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"]
+
+ARCHS = ("qwen3.5", "qwen3")
+FULL_ATTENTION_INTERVAL = 4  # Qwen3.5-27B: every 4th of its 64 layers is full attention, the others linear
 
 
 @dataclass
 class TinySize:
     """Shape of a tiny model; the defaults train and play in seconds on two CPU cores."""
 
-    layers: int = 2
+    layers: int | None = None  # None: 4 for qwen3.5 (one 3:1 block of its layer pattern), 2 for qwen3
     hidden: int = 64
     heads: int = 4
     kv_heads: int = 2
     vocab: int = 2048  # target size of the locally trained BPE vocabulary
+    arch: str = "qwen3.5"  # one of ARCHS
+
+    def __post_init__(self):
+        if self.arch not in ARCHS:
+            raise ValueError(f"arch {self.arch!r} is not one of {', '.join(ARCHS)}")
+        if self.layers is None:
+            self.layers = FULL_ATTENTION_INTERVAL if self.arch == "qwen3.5" else 2
+
+    @property
+    def layer_types(self) -> list[str]:
+        """Qwen3.5's pattern cut to ``layers``: linear, linear, linear, full, ... (the last layer is always full
+        attention, so even a 1-layer model keeps a softmax-attention cache)."""
+        types = ["full_attention" if (i + 1) % FULL_ATTENTION_INTERVAL == 0 else "linear_attention"
+                 for i in range(self.layers)]
+        types[-1] = "full_attention"
+        return types
 
 
 def _tokenizer_corpus() -> list[str]:
@@ -59,7 +84,7 @@ def _tokenizer_corpus() -> list[str]:
     return lines
 
 
-def build_tokenizer(vocab_size: int):
+def build_tokenizer(vocab_size: int, extra_special: list[str] = ()):
     """Train a byte-level BPE tokenizer here (no download) and wrap it for transformers."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -69,7 +94,7 @@ def build_tokenizer(vocab_size: int):
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
-        special_tokens=SPECIAL_TOKENS,
+        special_tokens=SPECIAL_TOKENS + list(extra_special),
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
@@ -78,7 +103,7 @@ def build_tokenizer(vocab_size: int):
         tokenizer_object=tokenizer,
         eos_token="<|im_end|>",
         pad_token="<|endoftext|>",
-        additional_special_tokens=SPECIAL_TOKENS[1:],
+        additional_special_tokens=SPECIAL_TOKENS[1:] + list(extra_special),
     )
     fast.chat_template = CHAT_TEMPLATE
     fast.padding_side = "left"
@@ -86,41 +111,60 @@ def build_tokenizer(vocab_size: int):
 
 
 def tiny_config(tokenizer, size: TinySize):
-    from transformers import Qwen3Config
-
-    return Qwen3Config(
-        vocab_size=len(tokenizer),
-        hidden_size=size.hidden,
-        intermediate_size=size.hidden * 2,
-        num_hidden_layers=size.layers,
-        num_attention_heads=size.heads,
-        num_key_value_heads=size.kv_heads,
-        head_dim=size.hidden // size.heads,
-        max_position_embeddings=8192,
-        tie_word_embeddings=True,
-        bos_token_id=None,
-        eos_token_id=tokenizer.convert_tokens_to_ids("<|im_end|>"),
-        pad_token_id=tokenizer.pad_token_id,
+    """The model config of ``size.arch``: a ``Qwen3Config``, or a multimodal ``Qwen3_5Config`` whose
+    ``text_config`` follows Qwen3.5-27B's proportions at tiny scale."""
+    common = dict(
+        vocab_size=len(tokenizer), hidden_size=size.hidden, intermediate_size=size.hidden * 2,
+        num_hidden_layers=size.layers, num_attention_heads=size.heads, num_key_value_heads=size.kv_heads,
+        max_position_embeddings=8192, tie_word_embeddings=True, bos_token_id=None,
+        eos_token_id=tokenizer.convert_tokens_to_ids("<|im_end|>"), pad_token_id=tokenizer.pad_token_id,
     )
+    if size.arch == "qwen3":
+        from transformers import Qwen3Config
+
+        return Qwen3Config(head_dim=size.hidden // size.heads, **common)
+    from transformers import Qwen3_5Config
+
+    head_dim = max(16, 2 * size.hidden // size.heads)  # 27B: head_dim 256 at hidden 5120 / 24 heads
+    rotary_half = head_dim // 8  # partial_rotary_factor 0.25 -> head_dim / 4 rotary dims, half of them per section
+    text = dict(
+        common, head_dim=head_dim, layer_types=size.layer_types, linear_conv_kernel_dim=4, tie_word_embeddings=False,
+        linear_key_head_dim=max(8, size.hidden // size.heads), linear_value_head_dim=max(8, size.hidden // size.heads),
+        linear_num_key_heads=max(1, size.kv_heads), linear_num_value_heads=max(1, size.heads),
+        rope_parameters={"rope_type": "default", "rope_theta": 10_000_000.0, "partial_rotary_factor": 0.25,
+                         "mrope_section": [rotary_half - 2 * (rotary_half // 3), rotary_half // 3, rotary_half // 3],
+                         "mrope_interleaved": True},
+    )
+    vision = dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=size.hidden,
+                  patch_size=16, spatial_merge_size=2, temporal_patch_size=2, num_position_embeddings=64)
+    ids = {name: tokenizer.convert_tokens_to_ids(token) for name, token in (
+        ("vision_start_token_id", "<|vision_start|>"), ("vision_end_token_id", "<|vision_end|>"),
+        ("image_token_id", "<|image_pad|>"), ("video_token_id", "<|video_pad|>"))}
+    return Qwen3_5Config(text_config=text, vision_config=vision, tie_word_embeddings=False, **ids)
 
 
 def make_tiny(out: str | Path, size: TinySize | None = None, seed: int = 0) -> dict[str, Path]:
-    """Write ``out/policy`` and ``out/prm``; returns their paths."""
+    """Write ``out/policy`` and ``out/prm`` of ``size.arch``; returns their paths."""
     import torch
-    from transformers import GenerationConfig, Qwen3ForCausalLM
+    from transformers import GenerationConfig
 
     from playprm.prm.model import ProcessRewardModel
 
     size = size or TinySize()
     out = Path(out)
-    tokenizer = build_tokenizer(size.vocab)
+    tokenizer = build_tokenizer(size.vocab, VISION_TOKENS if size.arch == "qwen3.5" else [])
     config = tiny_config(tokenizer, size)
 
     torch.manual_seed(seed)
     policy_dir = out / "policy"
-    policy = Qwen3ForCausalLM(config)
+    if size.arch == "qwen3":
+        from transformers import Qwen3ForCausalLM as model_class
+    else:  # the hub's layout: the multimodal class, language model under model.language_model
+        from transformers import Qwen3_5ForConditionalGeneration as model_class
+    policy = model_class(config)
+    text = config.get_text_config()
     policy.generation_config = GenerationConfig(
-        eos_token_id=config.eos_token_id, pad_token_id=config.pad_token_id, do_sample=False
+        eos_token_id=text.eos_token_id, pad_token_id=text.pad_token_id, do_sample=False
     )
     policy.save_pretrained(policy_dir)
     tokenizer.save_pretrained(policy_dir)

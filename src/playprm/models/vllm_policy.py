@@ -1,10 +1,16 @@
 """vLLM backend: the offline ``LLM`` engine with prefix caching, ``SamplingParams(n=...)`` and LoRA adapters.
 
 Prefix caching plays the role of the transformers backend's shared prefill: the n samples of a context, and
-contexts that share a game's instructions, reuse the cached KV blocks.
+contexts that share a game's instructions, reuse the cached KV blocks. On Qwen3.5 only the full-attention
+layers (1 in 4) have KV blocks; the gated delta-net layers keep one recurrent state per sequence, which vLLM
+caches per block boundary only where its hybrid (mamba-style) prefix caching is enabled for the model — see
+docs/inference.md.
 """
 
 from __future__ import annotations
+
+import tempfile
+from pathlib import Path
 
 from playprm import chat
 from playprm.errors import UsageError
@@ -18,6 +24,18 @@ def require_vllm():
         raise UsageError("the vllm backend needs vLLM: pip install 'playprm[gpu]' on a CUDA machine, "
                          "or use the transformers backend") from None
     return vllm
+
+
+def vllm_adapter(spec: PolicySpec) -> str:
+    """The adapter folder vLLM should load: a text-layout adapter (what train-sft writes) on a multimodal
+    checkpoint is copied with the hub layout's key names, the only ones vLLM's Qwen3.5 maps (see adapters)."""
+    from playprm.models import adapters
+
+    folder = Path(spec.peft_model)
+    if not (adapters.is_multimodal_checkpoint(spec.model_id) and (folder / adapters.ADAPTER_WEIGHTS).is_file()
+            and adapters.keys_layout(adapters.adapter_keys(folder)) == "text"):
+        return str(spec.peft_model)
+    return str(adapters.hub_layout_copy(folder, tempfile.mkdtemp(prefix="playprm-lora-")))
 
 
 class VLLMPolicy:
@@ -38,7 +56,7 @@ class VLLMPolicy:
         if spec.peft_model:
             from vllm.lora.request import LoRARequest
 
-            self.lora = LoRARequest("policy", 1, spec.peft_model)
+            self.lora = LoRARequest("policy", 1, vllm_adapter(spec))
 
     def generate(self, contexts: list[list[dict]], *, n: int = 1, temperature: float = 0.0,
                  max_tokens: int = 256, seed: int | None = None) -> list[list[Candidate]]:

@@ -35,8 +35,28 @@ class PRMOutput:
     past_key_values: Any = None
 
 
+class TextBackbone:
+    """Loads a PRM backbone: the text stack of a checkpoint, without its LM head or any vision tower.
+
+    Hub checkpoints of the Qwen3.5 dense line are multimodal (``Qwen3_5ForConditionalGeneration``, language
+    model under ``model.language_model``); ``AutoModel`` would build the whole multimodal model and
+    ``"all-linear"`` LoRA would reach into its vision tower. ``AutoModelForCausalLM`` loads such a checkpoint as
+    the text-only ``Qwen3_5ForCausalLM``, whose base model is the language model alone.
+    """
+
+    @staticmethod
+    def from_pretrained(model_id: str, **kwargs):
+        from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
+
+        config = AutoConfig.from_pretrained(model_id, trust_remote_code=kwargs.get("trust_remote_code", False))
+        if getattr(config, "vision_config", None) is None:
+            return AutoModel.from_pretrained(model_id, **kwargs)
+        language_model = AutoModelForCausalLM.from_pretrained(model_id, **kwargs)
+        return language_model.base_model
+
+
 class ProcessRewardModel(nn.Module):
-    """Backbone (``AutoModel``, optionally PEFT-wrapped) plus a linear scalar head."""
+    """Backbone (the text stack of a base model, optionally PEFT-wrapped) plus a linear scalar head."""
 
     def __init__(self, backbone: nn.Module, hidden_size: int):
         super().__init__()
@@ -46,9 +66,11 @@ class ProcessRewardModel(nn.Module):
 
     @classmethod
     def from_config(cls, config) -> ProcessRewardModel:
+        """Random weights; for a multimodal config, the backbone is its language model only."""
         from transformers import AutoModel
 
-        return cls(AutoModel.from_config(config), config.hidden_size)
+        text = config.get_text_config()
+        return cls(AutoModel.from_config(text), text.hidden_size)
 
     @property
     def device(self) -> torch.device:
@@ -135,7 +157,7 @@ def read_prm_config(path: str | Path) -> dict:
 def load_prm(path: str | Path, *, device: str | None = None, dtype=None, load_in_4bit: bool = False):
     """Load a PRM and its tokenizer from ``path``; returns ``(model, tokenizer, config)``."""
     from safetensors.torch import load_file
-    from transformers import AutoModel, AutoTokenizer
+    from transformers import AutoTokenizer
 
     path = Path(path)
     config = read_prm_config(path)
@@ -152,10 +174,10 @@ def load_prm(path: str | Path, *, device: str | None = None, dtype=None, load_in
     if config.get("adapter"):
         from peft import PeftModel
 
-        backbone = AutoModel.from_pretrained(config["base_model"], **load_kwargs)
+        backbone = TextBackbone.from_pretrained(config["base_model"], **load_kwargs)
         backbone = PeftModel.from_pretrained(backbone, str(path / config["adapter"]))
     else:
-        backbone = AutoModel.from_pretrained(str(path / config["backbone"]), **load_kwargs)
+        backbone = TextBackbone.from_pretrained(str(path / config["backbone"]), **load_kwargs)
     model = ProcessRewardModel(backbone, config["hidden_size"])
     model.head.load_state_dict(load_file(str(path / config["head"])))
     if "quantization_config" not in load_kwargs:

@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 
 from playprm import chat
+from playprm.models.kv import select_rows
 
 logger = logging.getLogger(__name__)
 
@@ -103,7 +104,7 @@ class PRMScorer:
         counts = [len(r) for r in replies]
         index = torch.tensor([row for row, k in enumerate(counts) for _ in range(k)], device=device)
         if counts != [1] * len(counts):
-            cache = _select_rows(cache, index)
+            cache = select_rows(cache, index)
         mask = mask.index_select(0, index)
         start = mask.sum(-1)  # position of the held-back prompt token
         tails = [[prompts[row][-1]] + reply for row, group in enumerate(replies) for reply in group]
@@ -143,15 +144,4 @@ class PRMScorer:
                 scores.append(float(torch.sigmoid(logits)))
             results.append(scores)
         return results
-
-
-def _select_rows(cache, index: torch.Tensor):
-    """Repeat cache rows by ``index`` (contexts may have different candidate counts)."""
-    if hasattr(cache, "batch_select_indices") and bool((index.diff() >= 0).all()):
-        counts = torch.bincount(index)
-        if bool((counts == counts[0]).all()):
-            cache.batch_repeat_interleave(int(counts[0]))
-            return cache
-    cache.batch_select_indices(index)
-    return cache
 

@@ -268,14 +268,14 @@ def build_prm(base, config, *, initial_label_rate: float):
     """A ``ProcessRewardModel`` on ``base`` loaded as ``config`` asks, with a LoRA adapter on the backbone and
     a fresh head whose bias starts at the training labels' log-odds (so the first scores are calibrated)."""
     from peft import get_peft_model
-    from transformers import AutoModel, set_seed
+    from transformers import set_seed
 
-    from playprm.prm.model import ProcessRewardModel
+    from playprm.prm.model import ProcessRewardModel, TextBackbone
     from playprm.train.base_model import load_base_model
     from playprm.train.qlora import lora_config
 
     set_seed(config.seed)  # the adapter and the head start from the run's seed, so a resumed run matches
-    backbone = load_base_model(AutoModel, base, config)
+    backbone = load_base_model(TextBackbone, base, config)
     hidden_size = backbone.config.get_text_config().hidden_size
     backbone = get_peft_model(backbone, lora_config(config, None))
     model = ProcessRewardModel(backbone, hidden_size)
