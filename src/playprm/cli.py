@@ -16,6 +16,7 @@ import sys
 
 from playprm import __version__, commands
 from playprm.errors import UsageError
+from playprm.redact import install_log_redaction, redact
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,23 +33,51 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Console(logging.StreamHandler):
+    """A handler that writes to whatever ``sys.stderr`` is when a record comes (tests and tqdm swap it)."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value):
+        pass
+
+
+def configure_logging(verbose: bool) -> None:
+    """Warnings (every record with -v) to stderr beside clemcore's ``clembench.log``, with API keys masked."""
+    import clemcore  # noqa: F401 - importing it replaces the root handlers (its logging.yaml), so it goes first
+
+    install_log_redaction()
+    root = logging.getLogger()
+    console = next((h for h in root.handlers if isinstance(h, _Console)), None)
+    if console is None:  # main() may run more than once in a process (tests): one console handler
+        console = _Console()
+        console.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        root.addHandler(console)
+    console.setLevel(logging.DEBUG if verbose else logging.WARNING)
+    if verbose:
+        root.setLevel(logging.DEBUG)
+    for logger in list(logging.Logger.manager.loggerDict.values()):  # clemcore's dictConfig disabled them
+        if isinstance(logger, logging.Logger) and logger.name.startswith("playprm"):
+            logger.disabled = False
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 2
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    configure_logging(args.verbose)
     if not args.verbose:  # clemcore logs every game load at INFO to the console
         for name in ("clemcore", "clemcore.run", "clemcore.cli"):
             logging.getLogger(name).setLevel(logging.WARNING)
     try:
         result = args.func(args)
     except UsageError as error:
-        print(f"playprm {args.command}: error: {error}", file=sys.stderr)
+        print(f"playprm {args.command}: error: {redact(str(error))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"playprm {args.command}: interrupted; rerun the same command to resume", file=sys.stderr)

@@ -29,6 +29,7 @@ from clemcore.clemgame.recorder import EventCallRecorder, GameInteractionsRecord
 
 from playprm import atomic
 from playprm.models.base import printable
+from playprm.redact import redact
 from playprm.staging import publish, staging_folder
 
 logger = logging.getLogger(__name__)
@@ -200,8 +201,8 @@ class Episode:
             "timestamp": datetime.now().isoformat(),
             "stage": stage,
             "error": type(error).__name__,
-            "message": str(error)[:2000],
-            "traceback": traceback.format_exc(limit=20),
+            "message": redact(str(error))[:2000],  # a server may echo the API key in its error
+            "traceback": redact(traceback.format_exc(limit=20)),
         }
 
     @property

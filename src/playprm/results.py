@@ -26,6 +26,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +38,11 @@ NON_LLM_MODELS = frozenset({"programmatic", "mock", "dry_run", "custom", "human"
 # leaves), branch_00001 (clemcore's branching runner, nested in an instance folder)
 EPISODE_FOLDER = re.compile(r"(instance|episode|branch)_[0-9A-Za-z][\w.-]*")
 OUTCOMES = ("success", "lose", "aborted")
+# clemcore's files nest a few levels (interactions: turns > rounds > events > action > content); a file nested
+# far deeper is hostile, and at about 1,000 levels Python's json raises RecursionError
+MAX_JSON_DEPTH = 100
+FLAG_METRICS = ("Aborted", "Success", "Lose")  # clemcore's METRIC_ABORTED, METRIC_SUCCESS, METRIC_LOSE
+MAIN_SCORE = "Main Score"  # clemcore's BENCH_SCORE: 0-100, NaN for aborted episodes
 
 
 @dataclass(frozen=True)
@@ -240,14 +246,88 @@ def scan_results(results_dirs: Iterable[Path]) -> ResultsScan:
     return scan
 
 
+def read_json(path: Path) -> tuple[Any, str]:
+    """``(document, "")`` for the JSON file at ``path``, or ``(None, reason)`` when it cannot be read, is not
+    UTF-8 JSON or nests deeper than ``MAX_JSON_DEPTH`` levels. Python's bare ``NaN`` / ``Infinity`` parse."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        return None, f"{type(error).__name__}: {error}"
+    except RecursionError:
+        return None, f"nested more than {MAX_JSON_DEPTH} levels deep"
+    if _nested_deeper(document, MAX_JSON_DEPTH):
+        return None, f"nested more than {MAX_JSON_DEPTH} levels deep"
+    return document, ""
+
+
+def _nested_deeper(document: Any, limit: int) -> bool:
+    stack = [(document, 1)]
+    while stack:  # iterative: a recursive walk would fail on the very files it is meant to catch
+        value, depth = stack.pop()
+        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
+
+
+def episode_scores_problem(scores: dict) -> str:
+    """Why a scores.json document cannot be used, or "" when it can.
+
+    Its ``episode scores`` must be an object; the flags (Aborted, Success, Lose) 0, 1, a bool or NaN; the
+    Main Score a number from 0 to 100, or NaN (clemcore's value for an aborted episode). Anything else (a
+    string, Infinity, 1e9) would turn clemscore into an error, inf or nonsense.
+    """
+    episode_scores = scores.get("episode scores")
+    if not isinstance(episode_scores, dict):
+        return "no 'episode scores' object"
+    for metric in FLAG_METRICS:
+        value = episode_scores.get(metric, 0)
+        if not (_is_number(value) and (math.isnan(value) or value in (0, 1))):
+            return f"episode score {metric!r} is {_shown(value)}, not 0 or 1"
+    if MAIN_SCORE in episode_scores:
+        value = episode_scores[MAIN_SCORE]
+        if isinstance(value, bool) or not _is_number(value) or not (math.isnan(value) or 0 <= value <= 100):
+            return f"episode score {MAIN_SCORE!r} is {_shown(value)}, not a number from 0 to 100 (or NaN)"
+    return ""
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not (isinstance(value, float) and math.isinf(value))
+
+
+def _shown(value) -> str:
+    return repr(value)[:40] if not isinstance(value, (dict, list)) else f"a {type(value).__name__}"
+
+
+def walk_results(root: Path) -> Iterator[tuple[Path, list[str], list[str]]]:
+    """``os.walk`` of a results folder that follows symlinked folders (a model folder linked in from elsewhere
+    is part of the results) and enters each real folder once, so symlink loops end. Callers may prune
+    ``dirs`` in place, as with ``os.walk``; ``dirs`` come sorted."""
+    seen: set[tuple[int, int]] = set()
+    for folder, dirs, files in os.walk(root, followlinks=True):
+        try:
+            status = os.stat(folder)
+        except OSError:  # a dangling link
+            dirs[:] = []
+            continue
+        if (status.st_dev, status.st_ino) in seen:
+            dirs[:] = []
+            continue
+        seen.add((status.st_dev, status.st_ino))
+        dirs.sort()
+        yield Path(folder), dirs, files
+
+
 def _episode_folders(results_dir: Path) -> list[Path]:
     """Folders holding an episode: those with interactions.json or error.json, and empty episode folders
     (``instance_N`` without either, e.g. a run that was killed) so that they are reported, not ignored."""
     folders = []
-    for root, dirs, files in os.walk(results_dir):
+    for folder, dirs, files in walk_results(results_dir):
         # hidden folders hold staging copies and collect's per-tree records, not finished episodes
-        dirs[:] = sorted(name for name in dirs if not name.startswith("."))
-        folder = Path(root)
+        dirs[:] = [name for name in dirs if not name.startswith(".")]
         has_episode_children = any(EPISODE_FOLDER.fullmatch(name) for name in dirs)
         if "interactions.json" in files or "error.json" in files:
             folders.append(folder)
@@ -263,12 +343,14 @@ def _read_episode(folder: Path) -> tuple[Episode | None, str]:
         if not file.is_file():
             documents[name] = None
             continue
-        try:
-            documents[name] = json.loads(file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-            return None, f"{name} cannot be read ({error})"
+        documents[name], reason = read_json(file)
+        if reason:
+            return None, f"{name} cannot be read ({reason})"
         if not isinstance(documents[name], dict):
             return None, f"{name} holds a {type(documents[name]).__name__}, not a JSON object"
+    problem = episode_scores_problem(documents["scores.json"]) if documents["scores.json"] is not None else ""
+    if problem:
+        return None, f"scores.json: {problem}"
     interactions, error = documents["interactions.json"], documents["error.json"]
     if interactions is None and error is None:
         return None, "no interactions.json (the episode did not finish; rerun it)"

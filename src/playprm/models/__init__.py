@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+from playprm.errors import one_line_errors
 from playprm.models.base import Candidate, Policy, PolicySpec
 
 
 def load_policy(spec: PolicySpec) -> Policy:
-    """Load the backend ``spec.backend`` names (transformers, vLLM or an OpenAI-compatible server)."""
+    """Load the backend ``spec.backend`` names (transformers, vLLM or an OpenAI-compatible server).
+
+    A model that fails to load (a corrupt or incomplete folder, an unknown architecture, too little memory)
+    is a one-line ``UsageError`` naming the model and the cause; ``-v`` logs the traceback.
+    """
+    with one_line_errors(f"cannot load model {spec.model_id!r} ({spec.backend} backend)"):
+        return _load(spec)
+
+
+def _load(spec: PolicySpec) -> Policy:
     if spec.backend == "hf":
         from playprm.models.hf import HFPolicy
 
@@ -23,6 +33,10 @@ def load_policy(spec: PolicySpec) -> Policy:
         from playprm.models.scripted import RandomValidPolicy
 
         return RandomValidPolicy()
+    if spec.backend == "programmatic":
+        from playprm.models.programmatic import ExpertPolicy
+
+        return ExpertPolicy(spec.model_id)
     raise ValueError(f"unknown backend {spec.backend!r}")
 
 

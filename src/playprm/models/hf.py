@@ -60,6 +60,8 @@ def load_causal_lm(spec: PolicySpec, *, device: str | None = None):
     tokenizer = AutoTokenizer.from_pretrained(spec.model_id, trust_remote_code=spec.trust_remote_code)
     model = AutoModelForCausalLM.from_pretrained(spec.model_id, **kwargs)
     if spec.peft_model:
+        from playprm.models.adapter_base import warn_if_other_base
+        warn_if_other_base(spec.peft_model, spec.model_id)  # PEFT loads on any base of matching shapes
         from playprm.models.adapters import load_adapter
 
         model = load_adapter(model, spec.peft_model)  # either layout of a multimodal checkpoint

@@ -7,13 +7,17 @@ skip bad ones silently or fail deep inside a backend); every problem is a one-li
 
 from __future__ import annotations
 
+import difflib
 import json
+import logging
 import re
 from pathlib import Path
 
 from playprm.errors import UsageError
 from playprm.models.base import PolicySpec
 from playprm.names import check_component
+
+logger = logging.getLogger(__name__)
 
 REGISTRY_FILE = "model_registry.json"
 
@@ -38,6 +42,16 @@ _CONFIG_TYPES = {
     "base_url": str,
     "api_key_env": str,
 }
+
+# model_config keys that clemcore 3.7.2's backends read or its packaged model_registry.json uses: entries in
+# clemcore's format carry them, so they are accepted (playprm ignores them)
+CLEMCORE_CONFIG_KEYS = frozenset({
+    "additional_files", "attn_implementation", "bos_string", "chat_template_language", "cot_bypass", "cot_effort",
+    "cot_end_tag", "cot_output", "cot_start_tag", "custom_chat_template", "do_sample", "eos_string", "eos_to_cull",
+    "execute_on", "extra_body", "filename", "gpu_layers_offloaded", "load_in_8bit", "multimodal", "multimodality",
+    "output_split_prefix", "padding_side", "reasoning_model", "requires_api_key", "thinking_mode",
+})
+PLAYPRM_CONFIG_KEYS = frozenset(_CONFIG_TYPES) | {"model_id"}  # model_id: the served name (openai engine)
 
 SCRIPTED = "scripted:random-valid"  # random valid moves of the built-in games (tests, tiny pipeline)
 
@@ -96,6 +110,7 @@ def spec_from_entry(entry: dict, source: str, base_dir: Path | None = None) -> P
         if key in config and not isinstance(config[key], kind):
             raise UsageError(f"{where}: model_config.{key} must be {kind.__name__}, "
                              f"not {type(config[key]).__name__} ({config[key]!r})")
+    _check_config_keys(config, where, strict=backend == "playprm")
     engine = BACKENDS[backend] or config.get("engine", "hf")
     if engine not in ("hf", "vllm", "openai"):
         raise UsageError(f"{where}: model_config.engine must be hf, vllm or openai, not {engine!r}")
@@ -121,6 +136,22 @@ def spec_from_entry(entry: dict, source: str, base_dir: Path | None = None) -> P
     )
 
 
+def _check_config_keys(config: dict, where: str, *, strict: bool) -> None:
+    """Unknown ``model_config`` keys (a typo such as ``"model"`` for ``model_id`` would be ignored silently):
+    refused for the playprm backend, whose keys are all playprm's; a warning for clemcore's backends, whose
+    entries may carry keys of clemcore versions newer than the one listed here."""
+    known = PLAYPRM_CONFIG_KEYS | CLEMCORE_CONFIG_KEYS
+    for key in config:
+        if key in known:
+            continue
+        close = difflib.get_close_matches(str(key), sorted(known), n=1)
+        message = (f"{where}: model_config has an unknown key {key!r}"
+                   + (f"; did you mean {close[0]!r}?" if close else f"; valid keys: {', '.join(sorted(PLAYPRM_CONFIG_KEYS))}"))
+        if strict:
+            raise UsageError(message)
+        logger.warning("%s (ignored)", message)
+
+
 def _resolve_local(model_id: str, base: Path) -> str:
     """Relative paths in registry files are resolved against the working directory; hub ids stay as they are."""
     path = Path(model_id).expanduser()
@@ -134,6 +165,10 @@ def resolve_policy(selector: str, *, backend: str | None = None, cwd: Path | Non
     cwd = Path.cwd() if cwd is None else cwd
     if selector == SCRIPTED:
         return PolicySpec(name="random-valid", backend="scripted", model_id=SCRIPTED, lookup_source="scripted")
+    if selector.startswith("programmatic:"):
+        from playprm.models.programmatic import spec_for
+
+        return spec_for(selector)
     path = Path(selector).expanduser()
     local = path if path.is_absolute() else cwd / path
     if local.is_dir():

@@ -9,7 +9,6 @@ copies) are not honest benchmark numbers; they get their own section and ``secti
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -34,6 +33,7 @@ from playprm.report.clemscore import (
 from playprm.report.episodes import EpisodeScores, load_episode_scores, validate_results_dirs
 from playprm.report.render import markdown_table, number, text_table, with_interval
 from playprm.report.run_metadata import MODE_FIELDS, RUN_METADATA_FILE, is_env_lookahead, read_run_metadata
+from playprm.results import read_json
 
 COST_FILE = "cost.json"
 # cost.json field -> comparison column
@@ -70,12 +70,8 @@ def mean_costs(episode_dirs: list[Path]) -> tuple[dict[str, float], int, int]:
         path = episode_dir / COST_FILE
         if not path.is_file():
             continue
-        try:
-            cost = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError):
-            unreadable += 1
-            continue
-        if not isinstance(cost, dict):
+        cost, reason = read_json(path)
+        if reason or not isinstance(cost, dict):
             unreadable += 1
             continue
         with_cost += 1

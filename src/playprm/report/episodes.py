@@ -10,6 +10,7 @@ shards) are read as one, and episodes that stopped with an ``error.json`` but no
 
 from __future__ import annotations
 
+import fnmatch
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,7 @@ import pandas as pd
 from clemcore.clemgame import metrics as clemmetrics
 
 from playprm.errors import UsageError
+from playprm.results import episode_scores_problem, read_json, walk_results
 
 # (model, game, experiment, episode): the key clemeval gives every scores.json
 EpisodeKey = tuple[str, str, str, str]
@@ -99,14 +101,20 @@ def _episode_key(scores_file: Path) -> EpisodeKey | None:
 
 
 def _read_episode_scores(scores_file: Path) -> tuple[dict | None, str]:
-    try:
-        # Python's json accepts the bare NaN that clemcore writes for aborted episodes' Main Score
-        data = json.loads(scores_file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as error:
-        return None, f"{type(error).__name__}: {error}"
-    if not isinstance(data, dict) or not isinstance(data.get("episode scores"), dict):
+    # Python's json accepts the bare NaN that clemcore writes for aborted episodes' Main Score
+    data, reason = read_json(scores_file)
+    if reason:
+        return None, reason
+    if not isinstance(data, dict):
         return None, "no 'episode scores' object"
-    return data, ""
+    problem = episode_scores_problem(data)  # a string, Infinity or 1e9 would break clemscore
+    return (None, problem) if problem else (data, "")
+
+
+def _files(root: Path, pattern: str) -> list[Path]:
+    """Files named like ``pattern`` under ``root``, symlinked folders followed (each real folder once)."""
+    return sorted(folder / name for folder, _, files in walk_results(root) for name in files
+                  if fnmatch.fnmatch(name, pattern))
 
 
 def _canonical(data: dict) -> str:
@@ -126,7 +134,7 @@ def load_episode_scores(results_dirs: list[Path]) -> EpisodeScores:
     result = EpisodeScores(frame=pd.DataFrame(columns=EPISODE_COLUMNS))
     found_any = False
     for root in roots:
-        for scores_file in sorted(root.rglob("*scores.json")):
+        for scores_file in _files(root, "*scores.json"):
             if not scores_file.is_file():
                 continue
             if any(part.startswith(".") for part in scores_file.relative_to(root).parts):
@@ -177,7 +185,7 @@ def load_episode_scores(results_dirs: list[Path]) -> EpisodeScores:
 
 
 def _count_errored(root: Path, result: EpisodeScores) -> None:
-    for error_file in sorted(root.rglob("error.json")):
+    for error_file in _files(root, "error.json"):
         episode_dir = error_file.parent
         if any(part.startswith(".") for part in error_file.relative_to(root).parts):
             continue

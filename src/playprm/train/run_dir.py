@@ -2,11 +2,47 @@
 
 from __future__ import annotations
 
+import logging
+import re
 from pathlib import Path
 
 from playprm.errors import UsageError
+from playprm.results import read_json
+
+logger = logging.getLogger(__name__)
 
 METRICS_FILE = "metrics.json"
+CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")  # transformers' PREFIX_CHECKPOINT_DIR-<global step>
+TRAINER_STATE = "trainer_state.json"  # the Trainer writes it last, after weights, optimizer and RNG states
+# what transformers' Trainer._load_from_checkpoint accepts as weights (DeepSpeed / FSDP keep them in subfolders)
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                "pytorch_model.bin.index.json", "adapter_model.safetensors", "adapter_model.bin")
+
+
+def checkpoint_problem(folder: Path) -> str:
+    """Why ``folder`` is not a checkpoint the Trainer can resume from (a save killed midway), or ""."""
+    if not (folder / TRAINER_STATE).is_file():
+        return f"no {TRAINER_STATE} (the save was cut short)"
+    state, reason = read_json(folder / TRAINER_STATE)
+    if reason or not isinstance(state, dict):
+        return f"{TRAINER_STATE} cannot be read ({reason or 'not an object'})"
+    if not any((folder / name).is_file() for name in WEIGHT_FILES) and not any(p.is_dir() for p in folder.iterdir()):
+        return "no weights file"
+    return ""
+
+
+def complete_checkpoint(output_dir: Path) -> tuple[str | None, list[tuple[str, str]]]:
+    """The newest complete ``checkpoint-<step>`` folder in ``output_dir`` (None if none) and
+    ``(name, problem)`` for each newer one that is incomplete."""
+    steps = sorted(((int(match[1]), path) for path in output_dir.iterdir()
+                    if path.is_dir() and (match := CHECKPOINT.match(path.name))), reverse=True)
+    skipped = []
+    for _, path in steps:
+        problem = checkpoint_problem(path)
+        if not problem:
+            return str(path), skipped
+        skipped.append((path.name, problem))
+    return None, skipped
 
 
 def checkpoint_to_resume(output_dir: Path, resume: bool) -> str | None:
@@ -15,18 +51,23 @@ def checkpoint_to_resume(output_dir: Path, resume: bool) -> str | None:
     A fresh run refuses a folder that already holds checkpoints or a finished run, so nothing is overwritten by
     accident; ``--resume`` needs a ``checkpoint-*`` folder there.
     """
-    from transformers.trainer_utils import get_last_checkpoint
-
     if output_dir.exists() and not output_dir.is_dir():
         raise UsageError(f"--output-dir {output_dir} is a file; give a folder")
-    last = get_last_checkpoint(str(output_dir)) if output_dir.is_dir() else None
+    last, skipped = complete_checkpoint(output_dir) if output_dir.is_dir() else (None, [])
     if resume:
+        if last is None and skipped:
+            raise UsageError(f"--resume: {output_dir} holds no complete checkpoint-* folder to continue from "
+                             f"({skipped[0][0]}: {skipped[0][1]}); remove them and run without --resume to start "
+                             "training")
         if last is None:
             raise UsageError(f"--resume: {output_dir} holds no checkpoint-* folder to continue from; "
                              "run without --resume to start training")
+        for name, problem in skipped:
+            logger.warning("skipping %s in %s: %s; resuming from %s", name, output_dir, problem, Path(last).name)
         return last
-    if last is not None or (output_dir / METRICS_FILE).exists():
-        raise UsageError(f"--output-dir {output_dir} already holds a run ({Path(last).name if last else METRICS_FILE}); "
+    held = last or (skipped[0][0] if skipped else None)
+    if held is not None or (output_dir / METRICS_FILE).exists():
+        raise UsageError(f"--output-dir {output_dir} already holds a run ({Path(held).name if held else METRICS_FILE}); "
                          "pass --resume to continue it, or choose a new folder")
     return None
 
@@ -49,8 +90,11 @@ def check_batch_fits(config, train_size: int, what: str) -> None:
 def run_summary(trainer, result) -> dict:
     """What metrics.json reports about the training run itself (``result`` is ``trainer.train()``'s output)."""
     config = trainer.args
+    train_loss, loss_steps = whole_run_loss(trainer.state.log_history, trainer.state.global_step,
+                                            getattr(trainer, "_initial_global_step", 0), result.training_loss)
     return {
-        "train_loss": result.training_loss,
+        "train_loss": train_loss,
+        "train_loss_steps": loss_steps,
         "global_step": trainer.state.global_step,
         "train_runtime_s": result.metrics.get("train_runtime"),
         "train_steps_per_second": result.metrics.get("train_steps_per_second"),
@@ -61,6 +105,35 @@ def run_summary(trainer, result) -> dict:
         "gradient_accumulation_steps": config.gradient_accumulation_steps,
         "world_size": config.world_size,
     }
+
+
+def whole_run_loss(log_history: list[dict], global_step: int, resumed_at: int,
+                   resumed_loss: float) -> tuple[float, int]:
+    """The mean training loss over the whole run and the number of steps it covers.
+
+    The Trainer's own ``training_loss`` covers only the steps since ``resumed_at`` (the checkpoint's step). The
+    log history (kept in every checkpoint) holds a mean loss per logging interval: each counts for the steps it
+    covers, and the steps after the last log are what ``resumed_loss`` leaves over. Steps between the last log
+    before the checkpoint and the checkpoint itself were never logged and are not covered.
+    """
+    if not resumed_at:
+        return resumed_loss, global_step
+    total, covered, previous, resumed_logged = 0.0, 0, 0, 0.0
+    for entry in log_history:
+        step, loss = entry.get("step"), entry.get("loss")
+        if not isinstance(step, int) or not isinstance(loss, (int, float)) or step <= previous:
+            continue
+        start = resumed_at if previous < resumed_at < step else previous  # losses restart at the resume
+        total += loss * (step - start)
+        covered += step - start
+        if step > resumed_at:
+            resumed_logged += loss * (step - start)
+        previous = step
+    tail = global_step - max(previous, resumed_at)
+    if tail > 0:
+        total += resumed_loss * (global_step - resumed_at) - resumed_logged
+        covered += tail
+    return (total / covered if covered else resumed_loss), covered
 
 
 def training_callbacks(config, callbacks=()) -> list:
