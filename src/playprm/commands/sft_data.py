@@ -1,9 +1,12 @@
-"""``playprm sft-data``: winning episodes of clemcore results -> a chat SFT dataset, split by instance."""
+"""``playprm sft-data``: winning episodes of clemcore results or of Playpen's dataset -> a chat SFT dataset, split
+by instance."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
+from playprm.data.playpen import HUB_CONFIG, PLAYPEN_OUTCOMES
 from playprm.errors import UsageError
 
 
@@ -12,10 +15,25 @@ def register(subparsers) -> None:
         "sft-data",
         help="build OUT/train.jsonl, OUT/validation.jsonl and a card from successful episodes",
         description="One chat sample per (successful episode, LLM player) of clemcore results of either "
-                    "generation; train and validation never share a game instance.",
+                    "generation, or per successful record of Playpen's dataset (--dataset); train and "
+                    "validation never share a game instance.",
     )
-    parser.add_argument("--results-dir", required=True, nargs="+", type=Path, metavar="DIR",
+    inputs = parser.add_mutually_exclusive_group(required=True)
+    inputs.add_argument("--results-dir", nargs="+", type=Path, metavar="DIR",
                         help="clemcore results folders or model folders (several allowed)")
+    inputs.add_argument("--dataset", metavar="SOURCE",
+                        help="Playpen-format records: a hub id (colab-potsdam/playpen-data), a JSONL or Parquet "
+                             "file, or a datasets.save_to_disk folder")
+    parser.add_argument("--dataset-config", default=HUB_CONFIG,
+                        help=f"config of a hub --dataset (default {HUB_CONFIG})")
+    parser.add_argument("--split", default="train", help="split of a hub or save_to_disk --dataset (default train)")
+    parser.add_argument("--outcome", nargs="+", choices=PLAYPEN_OUTCOMES, default=["success"],
+                        help="keep episodes with these outcomes (Playpen's words; default success)")
+    parser.add_argument("--model", nargs="+", default=[], metavar="NAME",
+                        help="keep only samples whose meta model is one of these (as Playpen's SFT example)")
+    parser.add_argument("--game", nargs="+", default=[], metavar="NAME", help="keep only these games")
+    parser.add_argument("--role", nargs="+", default=[], metavar="ROLE",
+                        help="keep only these game roles (meta game_role, e.g. 'Word Guesser')")
     parser.add_argument("--out", required=True, type=Path, help="folder for train.jsonl, validation.jsonl, README.md")
     parser.add_argument("--tokenizer", default=None,
                         help="local Hugging Face tokenizer folder (or hub id) whose chat template measures length")
@@ -30,25 +48,44 @@ def register(subparsers) -> None:
 def run(args) -> int:
     from playprm.data.sources import check_dataset_inputs, read_sources
 
-    check_dataset_inputs(args.results_dir, args.out, args.val_fraction)
+    check_dataset_inputs(args.results_dir or [], args.out, args.val_fraction)
     if args.max_length < 1:
         raise UsageError(f"--max-length must be a positive number of tokens, got {args.max_length}")
     tokenizer = load_chat_tokenizer(args.tokenizer) if args.tokenizer else None
-    scan = read_sources(args.results_dir)
 
-    from playprm.data.sft import build_sft_dataset, write_sft_dataset
+    from playprm.data.sft import SampleFilter, build_record_dataset, build_sft_dataset, write_sft_dataset
 
-    dataset = build_sft_dataset(scan, val_fraction=args.val_fraction, seed=args.seed, tokenizer=tokenizer,
-                                tokenizer_name=str(args.tokenizer or ""), max_length=args.max_length)
-    write_sft_dataset(dataset, args.out, sources=args.results_dir, val_fraction=args.val_fraction,
-                      seed=args.seed)
-    outcomes = dataset.episodes_by_outcome
-    seen = f"{len(scan.episodes)} episodes seen ({outcomes['success']} successful), {len(scan.skipped)} skipped"
+    sample_filter = SampleFilter(outcomes=tuple(args.outcome), models=tuple(args.model), games=tuple(args.game),
+                                 roles=tuple(args.role))
+    length = {"tokenizer": tokenizer, "tokenizer_name": str(args.tokenizer or ""), "max_length": args.max_length}
+    if args.dataset:
+        from playprm.data.playpen import read_playpen
+
+        found = read_playpen(args.dataset, config=args.dataset_config, split=args.split)
+        for reason, count in found.left_out.items():
+            print(f"left out {count} records: {reason} (first at {found.examples[reason]})", file=sys.stderr)
+        dataset = build_record_dataset(found, sample_filter=sample_filter, val_fraction=args.val_fraction,
+                                       seed=args.seed, **length)
+        where = args.dataset
+        seen = f"{found.seen} records read ({len(found.records)} usable)"
+    else:
+        scan = read_sources(args.results_dir)
+        dataset = build_sft_dataset(scan, sources=args.results_dir, sample_filter=sample_filter,
+                                    val_fraction=args.val_fraction, seed=args.seed, **length)
+        where = ", ".join(map(str, args.results_dir))
+        seen = f"{len(scan.episodes)} episodes seen, {len(scan.skipped)} skipped"
+    write_sft_dataset(dataset, args.out, val_fraction=args.val_fraction, seed=args.seed)
+    kept = sum(dataset.outcomes_seen[word] for word in dataset.kept_outcome_words)
+    wanted = "successful" if sample_filter.outcomes == ("success",) else f"{'/'.join(sample_filter.outcomes)}"
+    seen += f", {kept} {wanted}"
     if not dataset.train and not dataset.validation:
-        why = "no successful episodes with an LLM reply" if not outcomes["success"] else \
-            f"no sample fits --max-length {args.max_length}"
-        print(f"{why} in {', '.join(map(str, args.results_dir))}: {seen}; "
-              f"wrote empty train.jsonl and validation.jsonl to {args.out}")
+        if not kept:
+            why = f"no {wanted} {dataset.unit}"
+        elif dataset.filtering[-1][1] == 0:
+            why = "no sample with an LLM reply passes the filters"
+        else:
+            why = f"no sample fits --max-length {args.max_length}"
+        print(f"{why} in {where}: {seen}; wrote empty train.jsonl and validation.jsonl to {args.out}")
         return 0
     print(f"wrote {len(dataset.train)} train and {len(dataset.validation)} validation samples to {args.out} "
           f"({seen})")

@@ -34,14 +34,20 @@ def markdown_table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> s
 
 def outcome_table(episodes: Sequence[Episode]) -> str:
     """Episodes seen per game and outcome ("unknown": unscored or ended with error.json), with a total."""
-    columns = [*OUTCOMES, None]
-    counts = Counter((episode.game, episode.outcome) for episode in episodes)
-    games = sorted({episode.game for episode in episodes})
+    return outcome_counts_table([(episode.game, episode.outcome) for episode in episodes], OUTCOMES, "episodes")
+
+
+def outcome_counts_table(seen: Sequence[tuple[str, str | None]], outcomes: Sequence[str], unit: str) -> str:
+    """``(game, outcome)`` pairs counted per game and outcome (None: "unknown"), with a total; ``unit`` names
+    the last column ("episodes", "records")."""
+    columns = [*outcomes, None]
+    counts = Counter(seen)
+    games = sorted({game for game, _ in seen})
     rows = [[game, *(counts[game, outcome] for outcome in columns),
              sum(counts[game, outcome] for outcome in columns)] for game in games]
     rows.append(["**total**", *(sum(counts[game, outcome] for game in games) for outcome in columns),
-                 len(episodes)])
-    return markdown_table(["game", *OUTCOMES, "unknown", "episodes"], rows)
+                 len(seen)])
+    return markdown_table(["game", *outcomes, "unknown", unit], rows)
 
 
 def split_table(train: Sequence[dict], validation: Sequence[dict]) -> str:

@@ -9,6 +9,10 @@ from pathlib import Path
 from playprm.atomic import write_text
 from playprm.results import Episode, PlayerInfo
 
+# the meta keys of Playpen's records (colab-potsdam/playpen-data, examples/trl/data_utils.py), in its order
+PLAYPEN_META = ("game", "experiment", "game_id", "player_name", "game_role", "model", "outcome")
+CLEMCORE_TO_PLAYPEN_OUTCOME = {"success": "success", "lose": "failure", "aborted": "aborted"}  # clemcore's word -> Playpen's
+
 
 def episode_meta(episode: Episode, player: PlayerInfo) -> dict:
     """The ``meta`` block of a sample drawn from ``player``'s side of ``episode``.
@@ -28,6 +32,16 @@ def episode_meta(episode: Episode, player: PlayerInfo) -> dict:
         "model_folder": episode.model,
         "game_id_source": episode.game_id_source,
     }
+
+
+def playpen_meta(episode: Episode, player: PlayerInfo) -> dict:
+    """``episode_meta`` as Playpen writes it: its seven keys first (``player_name`` the player, ``outcome`` in its
+    words: clemcore's lose is ``failure``, unknown is None), then playprm's own (episode, player, model_folder,
+    game_id_source), so Playpen's filters and training code read our SFT files as they read its dataset."""
+    meta = episode_meta(episode, player)
+    playpen = {**{key: meta.get(key) for key in PLAYPEN_META}, "player_name": player.name,
+               "outcome": CLEMCORE_TO_PLAYPEN_OUTCOME.get(episode.outcome)}
+    return {**playpen, **{key: value for key, value in meta.items() if key not in playpen}}
 
 
 def instance_of(record: dict) -> tuple[str, str, str]:

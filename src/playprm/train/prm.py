@@ -386,4 +386,9 @@ def train_prm(config, base, data_dir: Path, *, resume: bool = False, callbacks=(
         plot_calibration(bins, output_dir / CALIBRATION_PLOT,
                          f"PRM calibration on validation (AUROC {scores.get('auroc', float('nan')):.3f})")
         write_json(output_dir / METRICS_FILE, metrics)
+        from playprm.train.model_card import write_run_card
+
+        # last: the card reads every file written above
+        write_run_card(output_dir, kind="prm", trainer=trainer, config=config, base=base, data_dir=data_dir,
+                       chat_template_kwargs=template_kwargs)
     return metrics

@@ -194,4 +194,9 @@ def train_sft(config, base: BaseModel, data_dir: Path, *, resume: bool = False, 
                                chat_template_kwargs=template_kwargs)
         write_json(output_dir / REGISTRY_FILE, [entry])
         write_json(output_dir / METRICS_FILE, metrics)
+        from playprm.train.model_card import write_run_card
+
+        # last: it replaces the README.md cards that TRL and PEFT's save_model wrote
+        write_run_card(output_dir, kind="sft", trainer=trainer, config=config, base=base, data_dir=data_dir,
+                       chat_template_kwargs=template_kwargs)
     return metrics
