@@ -125,7 +125,7 @@ def test_the_card_entry_plays_every_builtin_game_in_every_mode(card_entry, card_
                  "--limit", "1", "--max-tokens", "6", "--results-dir", "results"])
     assert code == 0
     [run_dir] = [p for p in (card_entry / "results").iterdir() if p.is_dir()]
-    assert len(list(run_dir.rglob("scores.json"))) == 6  # wordle 2, taboo 2, referencegame 2: all played
+    assert len(list(run_dir.rglob("scores.json"))) == 8  # wordle, taboo, referencegame, arithmetic: 2 each
     assert not list(run_dir.rglob("error.json"))
     policy = json.loads((run_dir / "playprm_run.json").read_text())["policy"]
     assert policy["peft_model"].endswith("Qwen3.5-27B-sft-ep1")

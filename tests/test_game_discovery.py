@@ -14,6 +14,7 @@ from playprm.errors import UsageError
 from playprm.games.registry import (
     builtin_games_dir,
     discover_games,
+    is_static,
     load_instances,
     resolve_games,
     write_game_registry,
@@ -21,7 +22,7 @@ from playprm.games.registry import (
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CLEM = Path(sys.executable).parent / "clem"  # clemcore's CLI from the same environment as the tests
-BUILTIN = {"wordle", "taboo", "referencegame"}
+BUILTIN = {"wordle", "taboo", "referencegame", "arithmetic"}
 
 
 def clem(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -49,10 +50,17 @@ def make_fake_game(folder: Path, name: str, players: int = 1) -> Path:
 def test_builtin_games_are_found_with_their_specs(tmp_path):
     games = discover_games(cwd=tmp_path)
     assert set(games) == BUILTIN
-    assert {name: g.players for name, g in games.items()} == {"wordle": 1, "taboo": 2, "referencegame": 2}
+    assert {name: g.players for name, g in games.items()} == {"wordle": 1, "taboo": 2, "referencegame": 2,
+                                                              "arithmetic": 1}
     assert all(g.source == "built-in" and g.path.parent == builtin_games_dir() for g in games.values())
-    assert "static" in games["wordle"].benchmarks and "static" in games["referencegame"].benchmarks
-    assert "static" not in games["taboo"].benchmarks
+    # the dialogue games are interactive; only the one-question task is static, tagged as clembench tags its own
+    assert {name for name, g in games.items() if g.static} == {"arithmetic"}
+    assert "static_1.0" in games["arithmetic"].benchmarks
+
+
+def test_a_static_game_carries_a_static_version_tag():
+    assert is_static(["static_1.0", "standard_1.0"]) and is_static(["static_2"])
+    assert not is_static(["static"]) and not is_static(["2.0", "playprm-1.0"]) and not is_static([])
 
 
 def test_games_dir_game_shadows_builtin_of_the_same_name(tmp_path):
@@ -102,7 +110,7 @@ def test_unknown_game_lists_the_available_ones(tmp_path, monkeypatch):
     with pytest.raises(UsageError) as error:
         resolve_games(["wordle", "chess"], all_games=False)
     assert str(error.value) == (
-        "unknown game 'chess'; available: referencegame, taboo, wordle "
+        "unknown game 'chess'; available: arithmetic, referencegame, taboo, wordle "
         "(add --games-dir DIR for clembench games)"
     )
 
@@ -113,7 +121,8 @@ def test_resolve_games_by_name_or_all(tmp_path, monkeypatch):
         "taboo",
         "wordle",
     ]
-    assert [g.name for g in resolve_games(None, all_games=True)] == ["referencegame", "taboo", "wordle"]
+    assert [g.name for g in resolve_games(None, all_games=True)] == ["arithmetic", "referencegame", "taboo",
+                                                                      "wordle"]
     with pytest.raises(UsageError, match="not both"):
         resolve_games(["taboo"], all_games=True)
     with pytest.raises(UsageError, match="no game given"):
@@ -185,7 +194,8 @@ def test_playprm_games_prints_a_table_and_registers(tmp_path, monkeypatch, capsy
     out = capsys.readouterr().out
     lines = out.splitlines()
     assert lines[0].split() == ["name", "players", "source", "benchmarks", "path"]
-    assert lines[1].split()[:4] == ["referencegame", "2", "built-in", "playprm-1.0,static"]
+    assert lines[1].split()[:4] == ["arithmetic", "1", "built-in", "static_1.0,playprm-1.0"]
+    assert lines[2].split()[:4] == ["referencegame", "2", "built-in", "playprm-1.0"]
     assert f"wrote {tmp_path / 'game_registry.json'}" in out
     assert main(["games", "--games-dir", str(tmp_path / "missing")]) == 2
     assert "--games-dir" in capsys.readouterr().err

@@ -291,6 +291,25 @@ def test_referencegame_programmatic_pair_wins(games, tmp_path):
     assert outcome(scores) == (0, 1, 0)
 
 
+# arithmetic (static)
+
+
+def test_arithmetic_scores_an_exact_answer_100_and_anything_else_0_without_aborting(games, tmp_path):
+    experiment, instance = first_instance(games["arithmetic"], "multiplication")
+    answer = instance["answer"]
+    assert answer == str(instance["left"] * instance["right"])
+    for k, (reply, won) in enumerate([(answer, True), (f"{answer}.", False), (f"The answer is {answer}", False)]):
+        scores = play(games["arithmetic"], experiment, instance, [ScriptedModel("s", [reply])], tmp_path / str(k))
+        assert outcome(scores) == ((0, 1, 0) if won else (0, 0, 1)), reply
+        assert scores["episode scores"]["Main Score"] == (100 if won else 0)
+        assert scores["episode scores"]["Request Count"] == 1  # one question, one reply
+
+
+def test_arithmetic_programmatic_solver_wins(games, tmp_path):
+    experiment, instance = first_instance(games["arithmetic"], "addition")
+    assert outcome(play(games["arithmetic"], experiment, instance, [CustomResponseModel()], tmp_path)) == (0, 1, 0)
+
+
 # all games
 
 
@@ -302,7 +321,7 @@ def test_every_game_ships_two_experiments_of_about_ten_instances(games):
         assert len({instance["game_id"] for _, instance in pairs}) == 20, name
 
 
-@pytest.mark.parametrize("name", ["wordle", "taboo", "referencegame"])
+@pytest.mark.parametrize("name", ["wordle", "taboo", "referencegame", "arithmetic"])
 def test_instance_generators_reproduce_the_committed_instances(games, tmp_path, name, monkeypatch):
     import importlib.util
 

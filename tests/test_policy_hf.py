@@ -45,10 +45,7 @@ def _reference_greedy(model, tokenizer, policy, context, max_tokens):
     ids = torch.tensor([policy.prompt_ids(context)])
     out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_tokens, do_sample=False,
                          eos_token_id=policy.stop_ids, pad_token_id=tokenizer.pad_token_id)
-    new = out[0, ids.shape[1]:].tolist()
-    if new and new[-1] in policy.stop_ids:
-        new = new[:-1]
-    return tokenizer.decode(new, skip_special_tokens=False)
+    return tokenizer.decode(out[0, ids.shape[1]:].tolist(), skip_special_tokens=False)  # decoded as clemcore does
 
 
 def test_batched_greedy_with_shared_prefill_equals_plain_generate(policy):
@@ -57,7 +54,7 @@ def test_batched_greedy_with_shared_prefill_equals_plain_generate(policy):
     out = policy.generate(CONTEXTS, n=3, temperature=0.0, max_tokens=12)
     for context, candidates in zip(CONTEXTS, out):
         expected = _reference_greedy(policy.model, policy.tokenizer, policy, context, 12)
-        assert [c.text for c in candidates] == [expected] * 3
+        assert [c.raw for c in candidates] == [expected] * 3
 
 
 def test_left_padding_does_not_leak_into_the_state(policy):
@@ -100,14 +97,17 @@ def test_chat_template_kwargs_reach_the_template(tiny_models):
     assert think_id in no_think and think_id not in plain
 
 
-def test_generation_stops_on_a_stop_token_and_culls_it(policy):
+def test_generation_stops_on_a_stop_token_and_keeps_it_for_eos_to_cull(policy):
     first = policy.generate(CONTEXTS[:1], n=1, temperature=0.0, max_tokens=6)[0][0]
-    first_token = policy.tokenizer(first.text, add_special_tokens=False).input_ids[0]
+    first_token = policy.tokenizer(first.raw, add_special_tokens=False).input_ids[0]
     saved = policy.stop_ids
     policy.stop_ids = sorted(set(saved) | {first_token})  # the very first greedy token now ends the turn
     try:
         stopped = policy.generate(CONTEXTS[:1], n=2, temperature=0.0, max_tokens=6)[0]
     finally:
         policy.stop_ids = saved
-    assert [(c.text, c.num_tokens) for c in stopped] == [("", 1), ("", 1)]
-    assert first.num_tokens == 6  # without the stop it ran to max_tokens
+    word = policy.tokenizer.decode([first_token])
+    assert [(c.raw, c.num_tokens, c.finished) for c in stopped] == [(word, 1, True)] * 2
+    # as in clemcore, the stop token's text stays in the reply unless eos_to_cull matches it (an ordinary word here)
+    assert [c.text for c in stopped] == [word.strip()] * 2
+    assert first.num_tokens == 6 and not first.finished  # without the stop it ran to max_tokens

@@ -220,33 +220,40 @@ def test_staging_folders_of_unfinished_episodes_are_not_scored(tmp_path):
     assert any("hidden (staging) folders" in line for line in table.attrs["summary"])
 
 
-def test_static_games_default_to_the_game_registry(tmp_path):
+def test_statscore_is_the_built_in_static_task_beside_an_interactive_game(tmp_path):
     root = tmp_path / "r"
     model = "m-t0.0--m-t0.0"
-    write_episode(root, model, "wordle", "e", "episode_0", episode_scores(False, 40.0))
-    write_episode(root, model, "taboo", "e", "episode_0", episode_scores(False, 90.0))
+    write_episode(root, model, "arithmetic", "addition", "episode_0", episode_scores(False, 100.0))
+    write_episode(root, model, "arithmetic", "addition", "episode_1", episode_scores(False, 0.0))
+    write_episode(root, model, "wordle", "e", "episode_0", episode_scores(False, 90.0))
     table = compute_table([root], n_resamples=RESAMPLES)
-    try:
-        import playprm.games.registry  # noqa: F401
-    except ImportError:
-        assert pd.isna(table.at[model, STATSCORE])
-        assert any("--static-games" in line for line in table.attrs["summary"])
-    else:  # the built-in wordle is marked static, taboo is not
-        assert table.attrs["static_games"] == ["wordle"]
-        assert table.at[model, STATSCORE] == 40
+    # arithmetic is tagged static_1.0; wordle is an interactive dialogue game and never static
+    assert table.attrs["static_games"] == ["arithmetic"]
+    assert table.at[model, STATSCORE] == 50  # 100% played x quality 50, over arithmetic alone
+    assert table.at[model, CLEMSCORE] == 70  # clemscore still averages both games
 
 
-def test_games_dir_marks_its_static_games(tmp_path):
-    games = tmp_path / "clembench" / "imagegame"
-    games.mkdir(parents=True)
-    (games / "clemgame.json").write_text(json.dumps(
-        {"game_name": "imagegame", "players": 2, "benchmark": ["2.0", "static"]}
-    ))
+def test_statscore_is_blank_and_the_report_says_why_without_a_static_game(tmp_path, capsys):
     root = tmp_path / "r"
-    write_episode(root, "m--m", "imagegame", "e", "episode_0", episode_scores(False, 70.0))
+    write_episode(root, "m--m", "wordle", "e", "episode_0", episode_scores(False, 90.0))
     write_episode(root, "m--m", "taboo", "e", "episode_0", episode_scores(False, 10.0))
-    assert main(["report", "--results-dir", str(root), "--games-dir", str(tmp_path / "clembench"),
-                 "--resamples", "20"]) == 0
+    assert main(["report", "--results-dir", str(root), "--resamples", "20"]) == 0
+    assert pd.isna(pd.read_csv(root / "results.csv", index_col=0).at["m--m", STATSCORE])
+    out = capsys.readouterr().out
+    assert "statscore: blank, no static game in these results" in out and "static_<version>" in out
+
+
+def test_games_dir_marks_clembench_static_games(tmp_path):
+    clembench = tmp_path / "clembench"
+    for folder, spec in (("static/mmlu_pro", {"game_name": "mmlu_pro", "players": 1,
+                                              "benchmark": ["static_1.0", "standard_1.0"]}),
+                         ("imagegame", {"game_name": "imagegame", "players": 2, "benchmark": ["2.0"]})):
+        (clembench / folder).mkdir(parents=True)
+        (clembench / folder / "clemgame.json").write_text(json.dumps(spec))  # as clembench ships them
+    root = tmp_path / "r"
+    write_episode(root, "m--m", "mmlu_pro", "e", "episode_0", episode_scores(False, 70.0))
+    write_episode(root, "m--m", "imagegame", "e", "episode_0", episode_scores(False, 10.0))
+    assert main(["report", "--results-dir", str(root), "--games-dir", str(clembench), "--resamples", "20"]) == 0
     assert pd.read_csv(root / "results.csv", index_col=0).at["m--m", STATSCORE] == 70
 
 

@@ -10,10 +10,21 @@ from __future__ import annotations
 _SENTINEL = "\u2063PLAYPRM_SENTINEL\u2063"
 
 
+def clemcore_messages(messages: list[dict]) -> list[dict]:
+    """The messages as clemcore's backends pass them to a model: an empty leading system message dropped and
+    consecutive messages of one role joined by a blank line (``ensure_alternating_roles``, which every clemcore
+    backend applies; a game's ``initial_prompt`` reaches the model this way, merged with the first context)."""
+    from clemcore.backends.utils import ensure_alternating_roles
+
+    plain = [{"role": m["role"], "content": m["content"]} for m in messages]
+    return ensure_alternating_roles(plain) if plain else plain
+
+
 def prompt_text(tokenizer, messages: list[dict], chat_template_kwargs: dict | None = None) -> str:
-    """The template-rendered context, ending with the generation prompt of the assistant."""
+    """The template-rendered context (as ``clemcore_messages``), ending with the generation prompt of the
+    assistant."""
     return tokenizer.apply_chat_template(
-        [{"role": m["role"], "content": m["content"]} for m in messages],
+        clemcore_messages(messages),
         tokenize=False,
         add_generation_prompt=True,
         **(chat_template_kwargs or {}),

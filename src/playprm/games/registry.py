@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,13 @@ SOURCE_REGISTRY_FILE = "game_registry.json"
 SOURCE_GAMES_DIR = "games-dir"
 REGISTRY_FILE_NAME = "game_registry.json"
 _PLAYER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4}  # older clembench specs spell the count out
+# clembench tags its static tasks (static/: bbh, mmlu_pro, ...) "static_1.0"; Playpen selects them by that tag
+STATIC_TAG = re.compile(r"^static[_-]v?\d+(\.\d+)*$")
+
+
+def is_static(benchmarks: list[str]) -> bool:
+    """Whether benchmark tags mark a static task: a ``static`` version tag such as ``static_1.0``."""
+    return any(isinstance(tag, str) and STATIC_TAG.match(tag) for tag in benchmarks)
 
 
 @dataclass
@@ -56,9 +64,14 @@ class GameEntry:
 
     @property
     def benchmarks(self) -> list[str]:
-        """Benchmark tags of the spec (e.g. ``["playprm-1.0", "static"]``); empty when it has none."""
+        """Benchmark tags of the spec (e.g. ``["static_1.0", "playprm-1.0"]``); empty when it has none."""
         tags = self.spec["benchmark"] if "benchmark" in self.spec else []
         return [tags] if isinstance(tags, str) else list(tags)
+
+    @property
+    def static(self) -> bool:
+        """A static task (counted by statscore): its benchmark tags include a ``static_<version>`` tag."""
+        return is_static(self.benchmarks)
 
     @property
     def instances_file(self) -> Path:

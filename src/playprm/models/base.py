@@ -14,6 +14,7 @@ class Candidate:
     num_tokens: int  # generated tokens, end-of-turn token included when it was produced
     logprob: float  # sum of the tokens' log-probabilities under the model (temperature 1)
     finished: bool = True  # False when generation stopped at max_tokens before the end-of-turn token
+    raw: str | None = None  # the decoded reply before the backend's post-processing (models.replies); None: text
 
 
 @dataclass
@@ -71,8 +72,10 @@ def _has_surrogates(text: str) -> bool:
 
 
 def clean_candidates(outputs: list[list[Candidate]]) -> list[list[Candidate]]:
-    """Every candidate's text made printable (see ``printable``), in place."""
+    """Every candidate's text (and raw text) made printable (see ``printable``), in place."""
     for group in outputs:
         for candidate in group:
             candidate.text = printable(candidate.text)
+            if candidate.raw is not None:
+                candidate.raw = printable(candidate.raw)
     return outputs

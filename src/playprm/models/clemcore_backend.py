@@ -32,8 +32,9 @@ class PlayprmModel(BatchGenerativeModel):
         outputs = self.policy.generate(batch_messages, n=1, temperature=temperature, max_tokens=max_tokens, seed=0)
         results = []
         for messages, candidates in zip(batch_messages, outputs):
-            text = candidates[0].text
-            response_object = {"response": text, "generated_tokens": candidates[0].num_tokens}
+            text = candidates[0].text  # post-processed as the clemcore backend it mirrors (models.replies)
+            raw = text if candidates[0].raw is None else candidates[0].raw
+            response_object = {"response": raw, "generated_tokens": candidates[0].num_tokens}
             results.append((messages, response_object, text))
         return results
 

@@ -4,7 +4,13 @@
 the context is encoded n times (measured in DESIGN.md: 3.6x the time of n=1 at n=4). Here each batch of
 contexts is prefilled once, its cache is repeated n times (``kv.repeat_rows``: attention keys/values and, on
 Qwen3.5, the linear-attention states), and the n continuations are decoded together in a small sampling loop
-that also records log-probabilities and stops on the template's end-of-turn token.
+that also records log-probabilities and stops on the end-of-sequence tokens.
+
+Generation follows what clemcore's ``huggingface_local`` backend asks of ``model.generate`` (clemcore 3.7.2,
+``HuggingfaceLocalModel._generate_batch_response``), so that greedy play is clemcore's play: greedy at
+temperature 0, else sampling at the temperature with the generation config's ``top_k`` and ``top_p``; the
+generation config's ``repetition_penalty`` in both; stop on the generation config's ``eos_token_id``; the
+reply decoded with its special tokens and post-processed by ``models.replies``.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import os
 import torch
 
 from playprm import chat
+from playprm.models import replies
 from playprm.models.base import Candidate, PolicySpec
 from playprm.models.kv import cache_kwargs, output_cache, repeat_rows
 
@@ -83,8 +90,11 @@ class HFPolicy:
         self.model = model
         self.tokenizer = tokenizer
         self.max_batch_rows = max_batch_rows  # contexts x n decoded together at most
-        self.stop_ids = sorted(set(chat.end_of_turn_ids(tokenizer)[-1:] + [tokenizer.eos_token_id]) - {None})
+        self.generation_config = getattr(model, "generation_config", None)
+        self.stop_ids = stop_ids(self.generation_config, tokenizer)
+        self.reply_rule = replies.reply_rule(spec, tokenizer)
         self.generated_tokens = 0
+        warn_unmirrored(self.generation_config)
 
     @property
     def device(self) -> torch.device:
@@ -116,6 +126,32 @@ class HFPolicy:
                 results[i] = candidates
         return results  # type: ignore[return-value]
 
+    def processors(self, temperature: float, mask: torch.Tensor):
+        """The logits processors ``model.generate`` would apply for clemcore's generation arguments (greedy:
+        ``do_sample=False, top_p=None``; sampling: the temperature and the generation config's ``top_p``, its
+        ``top_k`` merged in by transformers), and whether they need the token history."""
+        from transformers.generation.logits_process import (
+            RepetitionPenaltyLogitsProcessor,
+            TemperatureLogitsWarper,
+            TopKLogitsWarper,
+            TopPLogitsWarper,
+        )
+
+        config = self.generation_config
+        chain: list = []
+        penalty = getattr(config, "repetition_penalty", None)
+        if penalty is not None and penalty != 1.0:  # left padding is not history (as generate does it)
+            chain.append(RepetitionPenaltyLogitsProcessor(penalty, prompt_ignore_length=(mask != 0).int().argmax(1)))
+        if temperature > 0:
+            if temperature != 1.0:
+                chain.append(TemperatureLogitsWarper(temperature))
+            top_k, top_p = getattr(config, "top_k", None), getattr(config, "top_p", None)
+            if top_k:
+                chain.append(TopKLogitsWarper(top_k=top_k))
+            if top_p is not None and top_p < 1.0:
+                chain.append(TopPLogitsWarper(top_p=top_p))
+        return chain, bool(chain and penalty is not None and penalty != 1.0)
+
     @torch.inference_mode()
     def _sample(self, prompts: list[list[int]], n: int, temperature: float, max_tokens: int,
                 generator: torch.Generator) -> list[list[Candidate]]:
@@ -137,6 +173,8 @@ class HFPolicy:
             mask = mask.repeat_interleave(n, dim=0)
             positions = positions.repeat_interleave(n, dim=0)
         rows = logits.shape[0]
+        chain, needs_history = self.processors(temperature, mask)
+        history = input_ids.repeat_interleave(n, dim=0) if needs_history else None
         next_position = positions[:, -1] + 1
         stop = torch.tensor(self.stop_ids, device=device)
         tokens = torch.zeros((rows, max_tokens), dtype=torch.long)
@@ -145,11 +183,16 @@ class HFPolicy:
         finished = torch.zeros(rows, dtype=torch.bool)
         for step in range(max_tokens):
             logprobs = torch.log_softmax(logits, dim=-1)
+            scores = logits
+            for processor in chain:
+                scores = processor(history, scores)
             if temperature <= 0:
-                chosen = logits.argmax(dim=-1)
+                chosen = scores.argmax(dim=-1)
             else:
-                probs = torch.softmax(logits / temperature, dim=-1)
+                probs = torch.softmax(scores, dim=-1)
                 chosen = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+            if history is not None:
+                history = torch.cat([history, chosen[:, None]], dim=1)
             alive = (~finished).to(device)
             tokens[:, step] = chosen.cpu()
             logprob_sum += torch.where(alive, logprobs.gather(1, chosen[:, None]).squeeze(-1), 0.0).double().cpu()
@@ -163,13 +206,42 @@ class HFPolicy:
             cache, logits = output_cache(out), out.logits[:, -1, :].float()
             next_position = next_position + 1
         stop_set = set(self.stop_ids)
+        prompt_texts = [self.tokenizer.decode(prompt) for prompt in prompts]
         candidates: list[Candidate] = []
         for row in range(rows):
             ids = tokens[row, : int(lengths[row])].tolist()
             stopped = bool(ids) and ids[-1] in stop_set
-            text_ids = ids[:-1] if stopped else ids
-            text = self.tokenizer.decode(text_ids, skip_special_tokens=False)
-            candidates.append(Candidate(text=text, num_tokens=len(ids), logprob=float(logprob_sum[row]),
-                                        finished=stopped))
+            prompt = prompts[row // n]
+            # clemcore decodes prompt and reply together and removes the decoded prompt (huggingface_local_api.py,
+            # split_and_clean_batch_outputs); the end-of-sequence token stays in the raw text, eos_to_cull cuts it
+            raw = self.tokenizer.decode(prompt + ids).replace(prompt_texts[row // n], "")
+            candidates.append(Candidate(text=self.reply_rule(raw), num_tokens=len(ids),
+                                        logprob=float(logprob_sum[row]), finished=stopped, raw=raw))
         self.generated_tokens += int(lengths.sum())
         return [candidates[i * n:(i + 1) * n] for i in range(len(prompts))]
+
+
+def stop_ids(generation_config, tokenizer) -> list[int]:
+    """The token ids generation stops on: the generation config's ``eos_token_id`` (one id or a list), which
+    is what ``model.generate`` stops on for clemcore; without one, the template's end-of-turn token and the
+    tokenizer's eos token."""
+    eos = getattr(generation_config, "eos_token_id", None)
+    if eos is not None:
+        return sorted({eos} if isinstance(eos, int) else set(eos))
+    return sorted(set(chat.end_of_turn_ids(tokenizer)[-1:] + [tokenizer.eos_token_id]) - {None})
+
+
+# generation-config settings that model.generate would apply and this decode loop does not
+_UNMIRRORED = ("no_repeat_ngram_size", "bad_words_ids", "min_new_tokens", "min_p", "typical_p", "epsilon_cutoff",
+               "eta_cutoff", "sequence_bias", "suppress_tokens", "begin_suppress_tokens", "forced_bos_token_id",
+               "forced_eos_token_id", "top_h")
+
+
+def warn_unmirrored(generation_config) -> None:
+    """One warning naming generation-config settings that clemcore's ``model.generate`` would apply and
+    playprm's decode loop does not, so that a difference from ``clem run`` has a named cause."""
+    found = {key: getattr(generation_config, key, None) for key in _UNMIRRORED}
+    found = {key: value for key, value in found.items() if value not in (None, 0, 1.0, [], False)}
+    if found:
+        logger.warning("generation config sets %s, which playprm's decoding does not apply; `clem run` on this "
+                       "model applies them", ", ".join(f"{k}={v!r}" for k, v in sorted(found.items())))

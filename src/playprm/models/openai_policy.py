@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from playprm.chat import clemcore_messages
 from playprm.errors import UsageError
+from playprm.models import replies
 from playprm.models.base import Candidate, PolicySpec
 from playprm.redact import redact, remember_secret
 
@@ -117,4 +118,4 @@ class OpenAIPolicy:
                  max_tokens: int = 256, seed: int | None = None) -> list[list[Candidate]]:
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
             futures = [pool.submit(self._one, clemcore_messages(c), n, temperature, max_tokens, seed) for c in contexts]
-            return [f.result() for f in futures]
+            return replies.finish([f.result() for f in futures], replies.openai_compatible)  # as clemcore's backend

@@ -1,14 +1,15 @@
 """Scripted players behind the Policy and PRM-scorer interfaces, for tests and the tiny pipeline.
 
 ``RandomValidPolicy`` samples random *valid* moves of the built-in games (a wordle guess consistent with all
-feedback so far, a random answer in the reference game, a random card word in taboo). A random-weight tiny
-model never wins a game, so the tiny pipeline collects its rollouts with this policy to have winning
-trajectories to learn from; the README says so. ``WordleOracleScorer`` is a PRM that knows the target word.
+feedback so far, a random answer in the reference game, a random card word in taboo, the answer in arithmetic).
+A random-weight tiny model never wins a game, so the tiny pipeline collects its rollouts with this policy to
+have winning trajectories to learn from; the README says so. ``WordleOracleScorer`` is a PRM that knows the target word.
 """
 
 from __future__ import annotations
 
 import random
+import re
 from functools import lru_cache
 
 from playprm.models.base import Candidate, PolicySpec
@@ -50,6 +51,10 @@ def valid_moves(context: list[dict]) -> list[str]:
         if "The secret word is" in first:
             return ["CLUE: something you can find around you"]
         return [f"GUESS: {w}" for w in _taboo_words()]
+    question = re.search(r"Question: What is (\d+) ([+*]) (\d+)\?", first)
+    if question:  # arithmetic, the static task: the one right answer
+        left, operator, right = int(question.group(1)), question.group(2), int(question.group(3))
+        return [str(left + right if operator == "+" else left * right)]
     return ["I do not know this game."]
 
 

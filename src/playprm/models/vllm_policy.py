@@ -14,6 +14,7 @@ from pathlib import Path
 
 from playprm import chat
 from playprm.errors import UsageError
+from playprm.models import replies
 from playprm.models.base import Candidate, PolicySpec
 
 
@@ -52,6 +53,7 @@ class VLLMPolicy:
             kwargs.update(enable_lora=True, max_lora_rank=64)
         self.llm = vllm.LLM(**kwargs)
         self.tokenizer = self.llm.get_tokenizer()
+        self.reply_rule = replies.reply_rule(spec, self.tokenizer)
         self.lora = None
         if spec.peft_model:
             from vllm.lora.request import LoRARequest
@@ -68,9 +70,12 @@ class VLLMPolicy:
         outputs = self.llm.generate(prompts, params, lora_request=self.lora, use_tqdm=False)
         results = []
         for output in outputs:
-            results.append([
-                Candidate(text=o.text, num_tokens=len(o.token_ids),
-                          logprob=float(o.cumulative_logprob or 0.0))
-                for o in output.outputs
-            ])
+            group = []
+            for o in output.outputs:
+                # decoded from the ids (end-of-sequence token included) as clemcore's huggingface_local decodes
+                raw = self.tokenizer.decode(list(o.token_ids), skip_special_tokens=False)
+                group.append(Candidate(text=self.reply_rule(raw), num_tokens=len(o.token_ids),
+                                       logprob=float(o.cumulative_logprob or 0.0), raw=raw,
+                                       finished=o.finish_reason == "stop"))
+            results.append(group)
         return results

@@ -5,8 +5,10 @@ through ``clemcore.clemeval.save_clem_table``, so ``-, clemscore``, every ``<gam
 ``<game>, Quality Score`` and the ``all, Average ...`` columns are clemcore's numbers, names and order
 (clemcore sorts the game columns by name, ``all`` among them). Only after those come playprm's extras:
 
-- ``-, statscore``: the same aggregate over the static games only (games whose clemgame.json lists
-  ``"static"`` under ``"benchmark"``): per-game values rounded to 2, averaged, rounded, multiplied.
+- ``-, statscore``: Playpen's static benchmark aggregate, the same aggregate over the static games only (games
+  whose clemgame.json lists a ``static_<version>`` tag such as ``"static_1.0"`` under ``"benchmark"``, as
+  clembench's ``static/`` tasks and the built-in ``arithmetic`` do): per-game values rounded to 2, averaged,
+  rounded, multiplied. Blank, with the reason in the notes, when no static game was played.
 - bootstrap 95% intervals (``... CI low`` / ``... CI high``) for clemscore, statscore and every game's
   % Played and Quality Score; see ``playprm.report.bootstrap`` for the method.
 - ``episodes`` (scored episodes) and ``errored`` (an ``error.json`` and no scores.json: counted apart,
@@ -41,7 +43,8 @@ ERRORED = "errored"
 
 
 def registry_static_games(games_dir: Path | None = None) -> tuple[set[str] | None, str]:
-    """Names of the games whose clemgame.json lists ``"static"`` under ``"benchmark"``, from playprm's registry.
+    """Names of the static games (``GameEntry.static``: a ``static_<version>`` benchmark tag), from playprm's
+    game registry.
 
     ``games_dir``: an extra games folder (a clembench checkout) searched too. Returns ``(names, "")``, or
     ``(None, reason)`` where the registry is missing or its game_registry.json cannot be read. A bad
@@ -57,7 +60,7 @@ def registry_static_games(games_dir: Path | None = None) -> tuple[set[str] | Non
         if games_dir is not None:
             raise
         return None, f"the game registry could not be read ({error}); pass --static-games a,b"
-    return {name for name, entry in games.items() if "static" in entry.benchmarks}, ""
+    return {name for name, entry in games.items() if entry.static}, ""
 
 
 def resolve_static_games(static_games: set[str] | None) -> tuple[set[str] | None, str]:

@@ -31,7 +31,7 @@ from playprm.report.clemscore import (
     table_from_episodes,
 )
 from playprm.report.episodes import EpisodeScores, load_episode_scores, validate_results_dirs
-from playprm.report.render import markdown_table, number, text_table, with_interval
+from playprm.report.render import markdown_table, number, statscore_note, text_table, with_interval
 from playprm.report.run_metadata import MODE_FIELDS, RUN_METADATA_FILE, is_env_lookahead, read_run_metadata
 from playprm.results import read_json
 
@@ -136,16 +136,19 @@ def compare_runs(
     """
     roots = validate_results_dirs(list(results_dirs))
     static_games, reason = resolve_static_games(static_games)
-    rows, summary = [], []
+    rows, summary, played_static = [], [], set()
     for root in roots:
         episodes = load_episode_scores([root])
         if errored_as_aborted:
             episodes = score_errored_as_aborted(episodes)
         table = table_from_episodes(episodes, static_games, n_resamples, seed)
+        played_static |= set(table.attrs["static_games"])
         rows += _run_rows(root, episodes, table)
         summary += [f"{root}: {line}" for line in episodes.summary_lines()]
     if reason:
         summary.append(f"statscore left blank: {reason}")
+    elif not played_static:
+        summary.append(statscore_note([]))
     labels = [f"{Path(row['results dir']).name}/{row['model']}" for row in rows]
     if len(set(labels)) < len(labels):
         labels = [f"{row['results dir']}/{row['model']}" for row in rows]

@@ -125,9 +125,17 @@ def results_markdown(table: pd.DataFrame) -> str:
     return "\n".join(parts).rstrip() + "\n"
 
 
+def statscore_note(static: list[str]) -> str:
+    """Which games statscore averages, or why it is blank."""
+    if static:
+        return f"statscore: static games {', '.join(static)}"
+    return ("statscore: blank, no static game in these results (statscore averages static tasks only, games "
+            "tagged static_<version> in clemgame.json: the built-in arithmetic, clembench's static/ games via "
+            "--games-dir)")
+
+
 def _notes(table: pd.DataFrame) -> list[str]:
-    static = table.attrs.get("static_games") or []
-    notes = [f"statscore: static games {', '.join(static)}" if static else "statscore: no static game in these results"]
+    notes = [statscore_note(table.attrs.get("static_games") or [])]
     notes.append(METHOD_NOTE)
     notes += table.attrs.get("summary", [])
     return notes

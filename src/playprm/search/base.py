@@ -28,7 +28,8 @@ class SearchSettings:
 
 @dataclass
 class Choice:
-    """The reply sent to the game and the record of how it was chosen."""
+    """The reply sent to the game and the record of how it was chosen (each candidate's ``text``, what the game
+    receives, beside its ``raw`` decoded text)."""
 
     text: str
     candidates: list[Candidate]
@@ -48,7 +49,8 @@ class Choice:
             "mode": mode,
             "chosen": self.chosen,
             "candidates": [
-                {"text": c.text, "tokens": c.num_tokens, "logprob": round(c.logprob, 4),
+                {"text": c.text, "raw": c.text if c.raw is None else c.raw, "tokens": c.num_tokens,
+                 "logprob": round(c.logprob, 4),
                  "score": None if self.scores is None else self.scores[i]}
                 for i, c in enumerate(self.candidates)
             ],

@@ -4,7 +4,8 @@ The reply is grown in chunks of ``max_tokens // num_beam_iterations`` tokens (at
 replies is extended with ``N // B`` sampled continuations (at least one), every partial reply is scored by the
 PRM as if it ended there, and the B best are kept; replies that reached their end-of-turn token stay in the pool.
 The best finished reply is played. The game only ever sees that one reply, so, unlike ``beam-search``, the mode
-is honest (``env_lookahead: false``). Needs a policy that can continue a reply (``prefixes``): the transformers
+is honest (``env_lookahead: false``). Partial replies grow as raw decoded text; the PRM scores, and the game
+receives, the policy's post-processing of it (``models.replies``), as for every other mode. Needs a policy that can continue a reply (``prefixes``): the transformers
 backend.
 """
 
@@ -12,13 +13,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from playprm.models import replies
 from playprm.models.base import Candidate, clean_candidates
 from playprm.search.base import Choice, SearchSettings, argmax
 
 
 @dataclass
 class _Partial:
-    text: str
+    raw: str  # decoded so far; continued as it is
     tokens: int
     logprob: float
     finished: bool
@@ -30,6 +32,7 @@ def choose(contexts: list[list[dict]], policy, scorer, settings: SearchSettings)
     width = max(1, settings.beam_width)
     per_beam = max(1, settings.n_candidates // width)
     chunk = max(8, settings.max_tokens // max(1, settings.num_beam_iterations))
+    rule = getattr(policy, "reply_rule", replies.unchanged)
     beams: list[list[_Partial]] = [[_Partial("", 0, 0.0, False)] for _ in contexts]
     generated = [0] * len(contexts)
     prm_before = scorer.stats.tokens
@@ -39,16 +42,17 @@ def choose(contexts: list[list[dict]], policy, scorer, settings: SearchSettings)
             break
         outputs = clean_candidates(policy.generate(
             [contexts[i] for i, _ in open_], n=per_beam, temperature=settings.temperature,
-            max_tokens=chunk, seed=settings.next_seed(), prefixes=[b.text for _, b in open_]))
+            max_tokens=chunk, seed=settings.next_seed(), prefixes=[b.raw for _, b in open_]))
         children: list[list[_Partial]] = [[] for _ in contexts]
         for (i, beam), continuations in zip(open_, outputs):
             for c in continuations:
                 generated[i] += c.num_tokens
                 tokens = beam.tokens + c.num_tokens
-                children[i].append(_Partial(beam.text + c.text, tokens, beam.logprob + c.logprob,
+                children[i].append(_Partial(beam.raw + (c.text if c.raw is None else c.raw), tokens,
+                                            beam.logprob + c.logprob,
                                             c.finished or tokens >= settings.max_tokens))
         rows = [i for i in range(len(contexts)) if children[i]]
-        scores = scorer.score([contexts[i] for i in rows], [[p.text for p in children[i]] for i in rows])
+        scores = scorer.score([contexts[i] for i in rows], [[rule(p.raw) for p in children[i]] for i in rows])
         for i, group in zip(rows, scores):
             for partial, score in zip(children[i], group):
                 partial.score = score
@@ -59,8 +63,8 @@ def choose(contexts: list[list[dict]], policy, scorer, settings: SearchSettings)
     choices = []
     for i, group in enumerate(beams):
         finished = [b for b in group if b.finished] or group
-        candidates = [Candidate(text=b.text, num_tokens=b.tokens, logprob=b.logprob, finished=b.finished)
-                      for b in finished]
+        candidates = [Candidate(text=rule(b.raw), num_tokens=b.tokens, logprob=b.logprob, finished=b.finished,
+                                raw=b.raw) for b in finished]
         scores = [b.score for b in finished]
         best = argmax(scores)
         # charged with every sampled continuation, not only the surviving beams

@@ -1,0 +1,1 @@
+"""Arithmetic (one player, one question): a static task, see master.py."""
