@@ -125,18 +125,18 @@ def assistant_token_metrics(trainer) -> dict:
 
 
 def registry_entry(model_name: str, base_model_id: str, adapter_dir: Path, *, load_in_4bit: bool,
-                   chat_template_kwargs: dict) -> dict:
-    """The clemcore ``model_registry.json`` entry of a trained adapter (``huggingface_local`` backend)."""
+                   chat_template_kwargs: dict, full_weights: bool = False) -> dict:
+    """The clemcore ``model_registry.json`` entry of a trained adapter (``huggingface_local`` backend); of a
+    full-weight run, the saved model itself."""
+    config = {"premade_chat_template": True, "load_in_4bit": bool(load_in_4bit),
+              "chat_template_kwargs": dict(chat_template_kwargs)}
+    if not full_weights:
+        config["peft_model"] = str(Path(adapter_dir).resolve())
     return {
         "model_name": model_name,
         "backend": "huggingface_local",
-        "huggingface_id": base_model_id,
-        "model_config": {
-            "premade_chat_template": True,
-            "load_in_4bit": bool(load_in_4bit),
-            "chat_template_kwargs": dict(chat_template_kwargs),
-            "peft_model": str(Path(adapter_dir).resolve()),
-        },
+        "huggingface_id": str(Path(adapter_dir).resolve()) if full_weights else base_model_id,
+        "model_config": config,
     }
 
 
@@ -177,7 +177,7 @@ def train_sft(config, base: BaseModel, data_dir: Path, *, resume: bool = False, 
         train_dataset=Dataset.from_list(train.sequences),
         eval_dataset=Dataset.from_list(validation.sequences),
         processing_class=tokenizer,
-        peft_config=lora_config(config, "CAUSAL_LM"),
+        peft_config=None if config.full_weights else lora_config(config, "CAUSAL_LM"),
         callbacks=training_callbacks(config, callbacks),
     )
     result = trainer.train(resume_from_checkpoint=checkpoint)
@@ -191,7 +191,7 @@ def train_sft(config, base: BaseModel, data_dir: Path, *, resume: bool = False, 
     if main_process:
         name = config.model_name or output_dir.resolve().name
         entry = registry_entry(name, base.model_id, output_dir, load_in_4bit=bool(config.load_in_4bit),
-                               chat_template_kwargs=template_kwargs)
+                               chat_template_kwargs=template_kwargs, full_weights=config.full_weights)
         write_json(output_dir / REGISTRY_FILE, [entry])
         write_json(output_dir / METRICS_FILE, metrics)
         from playprm.train.model_card import write_run_card

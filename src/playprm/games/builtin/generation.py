@@ -38,6 +38,16 @@ class SeededInstanceGenerator(GameInstanceGenerator):
         self._next_game_id += 1
         return instance
 
+    def draw(self, rng: random.Random, pool: list, count: int) -> list:
+        """``count`` items of ``pool``: without repeats while the pool lasts, then pass after shuffled pass (every
+        item as often as the others, give or take one) — larger splits than a word list has words."""
+        if count <= len(pool):
+            return rng.sample(pool, count)
+        drawn = []
+        while len(drawn) < count:
+            drawn += rng.sample(pool, min(len(pool), count - len(drawn)))
+        return drawn
+
     def add_experiments(self, rng: random.Random) -> None:
         """Add the experiments and their instances, drawing every random choice from ``rng``."""
         raise NotImplementedError

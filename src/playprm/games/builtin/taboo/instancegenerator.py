@@ -24,7 +24,7 @@ class TabooInstanceGenerator(SeededInstanceGenerator):
         for name in ("everyday_objects", "nature_and_places"):
             experiment = self.add_experiment(name)
             experiment["max_turns"] = MAX_TURNS
-            for card in rng.sample(groups[name], self.INSTANCES_PER_EXPERIMENT):
+            for card in self.draw(rng, groups[name], self.INSTANCES_PER_EXPERIMENT):
                 self.add_instance(
                     experiment,
                     target_word=card["target"],

@@ -28,7 +28,7 @@ class WordleInstanceGenerator(SeededInstanceGenerator):
                 raise ValueError(f"target words missing from the word list: {unknown}")
             experiment = self.add_experiment(name)
             experiment["max_guesses"] = MAX_GUESSES
-            for word in rng.sample(groups[name], self.INSTANCES_PER_EXPERIMENT):
+            for word in self.draw(rng, groups[name], self.INSTANCES_PER_EXPERIMENT):
                 self.add_instance(experiment, target_word=word, max_guesses=MAX_GUESSES)
 
 

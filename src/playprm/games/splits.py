@@ -1,0 +1,105 @@
+"""Instance splits of the built-in games: a games folder with freshly generated instances, for ``--games-dir``.
+
+The built-in games ship 20 instances each; training needs more, and an honest evaluation needs instances no
+training example came from. ``write_split`` copies the built-in game folders into a new folder and writes each
+game's ``in/instances.json`` from the game's own seeded instance generator with another seed and size. Instances
+whose content (everything but ``game_id``) equals an instance of an ``exclude`` split are dropped, so a held-out
+split never repeats a training instance; word games with small word lists still share target words between
+splits (counted in the split's ``split.json``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import shutil
+from pathlib import Path
+
+from playprm import atomic
+from playprm.errors import UsageError
+
+SPLIT_FILE = "split.json"
+GENERATORS = {  # built-in game -> its instance generator class (module instancegenerator.py of the game)
+    "wordle": "WordleInstanceGenerator",
+    "taboo": "TabooInstanceGenerator",
+    "referencegame": "ReferenceGameInstanceGenerator",
+}
+
+
+def _content(instance: dict) -> str:
+    return json.dumps({k: v for k, v in instance.items() if k != "game_id"}, sort_keys=True)
+
+
+def split_instances(games_dir: Path) -> dict[str, list[dict]]:
+    """``{game: [instance, ...]}`` of a split folder written by ``write_split`` (or of any games folder)."""
+    found = {}
+    for path in sorted(Path(games_dir).glob("*/in/instances.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        found[path.parents[1].name] = [i for e in data["experiments"] for i in e["game_instances"]]
+    return found
+
+
+def generate(game: str, seed: int, per_experiment: int) -> dict:
+    """The instances document of a built-in game from its generator, with ``seed`` and ``per_experiment``."""
+    module = importlib.import_module(f"playprm.games.builtin.{game}.instancegenerator")
+    generator = getattr(module, GENERATORS[game])()
+    generator.INSTANCES_PER_EXPERIMENT = per_experiment
+    generator.on_generate(seed)
+    return generator.instances
+
+
+def write_split(out: Path, *, seed: int, per_experiment: int, games: list[str] | None = None,
+                exclude: list[Path] = ()) -> dict:
+    """Write the split folder ``out`` and return its summary (also written as ``out/split.json``).
+
+    Raises:
+        UsageError: an unknown game, ``per_experiment`` below 1, an ``exclude`` folder that is not a split.
+    """
+    from playprm.games.registry import builtin_games_dir
+
+    games = games or sorted(GENERATORS)
+    unknown = [g for g in games if g not in GENERATORS]
+    if unknown:
+        raise UsageError(f"--game {', '.join(unknown)}: splits exist for the built-in games "
+                         f"{', '.join(sorted(GENERATORS))}")
+    if per_experiment < 1:
+        raise UsageError(f"--per-experiment {per_experiment} must be at least 1")
+    excluded: dict[str, set[str]] = {}
+    for folder in exclude:
+        if not Path(folder).is_dir():
+            raise UsageError(f"--exclude {folder} is not a directory; give a split folder written by this command")
+        for game, instances in split_instances(Path(folder)).items():
+            excluded.setdefault(game, set()).update(_content(i) for i in instances)
+    summary = {"seed": seed, "per_experiment": per_experiment, "exclude": [str(p) for p in exclude], "games": {}}
+    for game in games:
+        document = generate(game, seed, per_experiment)
+        dropped, kept_ids = 0, 0
+        for experiment in document["experiments"]:
+            kept = []
+            for instance in experiment["game_instances"]:
+                if _content(instance) in excluded.get(game, set()):
+                    dropped += 1
+                    continue
+                kept.append({**instance, "game_id": kept_ids})
+                kept_ids += 1
+            experiment["game_instances"] = kept
+        target = Path(out) / game
+        if target.exists():
+            shutil.rmtree(target)
+        shutil.copytree(builtin_games_dir() / game, target, ignore=shutil.ignore_patterns("__pycache__", "in"))
+        atomic.write_json(target / "in" / "instances.json", document)
+        others = {_target(i) for folder in exclude for i in split_instances(Path(folder)).get(game, [])}
+        shared = sum(1 for e in document["experiments"] for i in e["game_instances"] if _target(i) in others)
+        summary["games"][game] = {"instances": kept_ids, "dropped_as_in_exclude": dropped,
+                                  "target_shared_with_exclude": shared}
+    atomic.write_json(Path(out) / SPLIT_FILE, summary)
+    return summary
+
+
+def _target(instance: dict) -> str:
+    """What an instance asks for: the secret word, or the reference game's target grid."""
+    if "target_word" in instance:
+        return instance["target_word"]
+    grids = instance.get("describer_grids") or []
+    labels = ("first", "second", "third")
+    return grids[labels.index(instance["describer_target"])] if grids else ""

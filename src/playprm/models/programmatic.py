@@ -1,0 +1,158 @@
+"""Programmatic expert players: the teacher that stands in for "the base model's winning rollouts".
+
+The model card trains on a strong base model's winning episodes; at small scale on a CPU no such model exists,
+so ``programmatic:expert`` plays the built-in games by their rules, from the context alone (what a policy sees):
+
+- wordle: the first word of the game's word list consistent with all feedback so far (the games' own ``mock``
+  strategy);
+- referencegame: the describer spells out the target grid's rows ("the grid whose rows are ..."), the guesser
+  answers with the grid whose rows the expression spells out;
+- taboo: the describer gives the target's length and letters (one more per clue), the guesser names the first
+  card word that fits.
+
+It is deliberately imperfect: each move is, with probability ``epsilon``, a random *valid* move instead
+(``programmatic:expert`` uses ``DEFAULT_EPSILON``; ``programmatic:expert-eps0.2`` sets it), so the teacher wins
+roughly half of its games, positive-only filtering has failures to remove and a PRM trained on its play sees both
+outcomes. Results of this policy are teacher data, and their folders are named ``programmatic-expert-...``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+
+from playprm.errors import UsageError
+from playprm.models.base import Candidate, PolicySpec
+
+PREFIX = "programmatic:expert"
+DEFAULT_EPSILON = 0.35
+
+
+def parse_selector(selector: str) -> float:
+    """``programmatic:expert`` or ``programmatic:expert-eps<E>`` -> epsilon in [0, 1]."""
+    if selector == PREFIX:
+        return DEFAULT_EPSILON
+    match = re.fullmatch(re.escape(PREFIX) + r"-eps([0-9]*\.?[0-9]+)", selector)
+    if not match or not 0 <= float(match.group(1)) <= 1:
+        raise UsageError(f"--policy-model {selector}: write {PREFIX} or {PREFIX}-eps<E> with 0 <= E <= 1 "
+                         f"(the share of random valid moves), e.g. {PREFIX}-eps0.2")
+    return float(match.group(1))
+
+
+def spec_for(selector: str) -> PolicySpec:
+    epsilon = parse_selector(selector)
+    name = "programmatic-expert" if selector == PREFIX else f"programmatic-expert-eps{epsilon:g}"
+    return PolicySpec(name=name, backend="programmatic", model_id=selector, lookup_source="programmatic teacher")
+
+
+def _grids(text: str) -> list[list[str]]:
+    """The three grids of a reference-game prompt, each as its five row strings."""
+    grids = []
+    for label in ("First", "Second", "Third"):
+        match = re.search(label + r" grid:\n((?:[X▢ ]+\n?){5})", text)
+        grids.append([row.strip() for row in match.group(1).strip().split("\n")] if match else [])
+    return grids
+
+
+ROWS_MARKER = "rows are"  # the games' own programmatic describer says "the grid whose rows are a / b / ..."
+
+
+def referencegame_describer(context: list[dict]) -> str:
+    first = context[0]["content"]
+    grids = _grids(first)
+    target = re.search(r"The target is the (\w+) grid", first)
+    index = ("first", "second", "third").index(target.group(1)) if target else 0
+    return f"EXPRESSION: the grid whose {ROWS_MARKER} {' / '.join(grids[index])}"
+
+
+def referencegame_guesser(context: list[dict]) -> str:
+    grids = _grids(context[0]["content"])
+    match = re.search(re.escape(ROWS_MARKER) + r"(.*)", context[-1]["content"])
+    rows = [row.strip() for row in match.group(1).split("/")] if match else []
+    label = next((lb for lb, grid in zip(("first", "second", "third"), grids) if grid == rows), "first")
+    return f"ANSWER: {label}"
+
+
+def wordle_guess(context: list[dict]) -> str:
+    from playprm.games.builtin.wordle import rules
+    from playprm.models.scripted import wordle_history
+
+    options = rules.consistent_words(wordle_history(context)) or rules.valid_words()
+    return f"GUESS: {options[0]}\nEXPLANATION: The first allowed word that fits all feedback so far."
+
+
+def taboo_describer(context: list[dict]) -> str:
+    target = re.search(r"The secret word is: (\w+)", context[0]["content"]).group(1).lower()
+    clues = sum(1 for m in context if m["role"] == "assistant") + 1
+    hints = [f"It has {len(target)} letters and starts with '{target[0]}'.", f"It ends with '{target[-1]}'.",
+             f"Its second letter is '{target[1]}'."]
+    return "CLUE: " + " ".join(hints[:clues])
+
+
+def taboo_guesser(context: list[dict]) -> str:
+    from playprm.models.scripted import _taboo_words
+
+    text = "\n".join(m["content"] for m in context if m["role"] == "user")
+    guessed = [m["content"].split(":", 1)[-1].strip().lower() for m in context if m["role"] == "assistant"]
+    checks = []
+    if m := re.search(r"has (\d+) letters", text):
+        checks.append(lambda w, n=int(m.group(1)): len(w) == n)
+    for pattern, position in ((r"starts with '(\w)'", 0), (r"ends with '(\w)'", -1),
+                              (r"second letter is '(\w)'", 1)):
+        if m := re.search(pattern, text):
+            checks.append(lambda w, c=m.group(1), i=position: w[i] == c)
+    fitting = [w for w in _taboo_words() if w not in guessed and all(check(w) for check in checks)]
+    return f"GUESS: {fitting[0] if fitting else 'word'}"
+
+
+def expert_move(context: list[dict]) -> str:
+    """The expert's reply to ``context`` (a policy's view: the player's messages so far)."""
+    from playprm.models.scripted import valid_moves
+
+    first = context[0]["content"]
+    if "Let's play Wordle" in first:
+        return wordle_guess(context)
+    if "reference game" in first:
+        return referencegame_guesser(context) if "Tell which of your grids" in first \
+            else referencegame_describer(context)
+    if "Let's play Taboo" in first:
+        return taboo_describer(context) if "The secret word is" in first else taboo_guesser(context)
+    return valid_moves(context)[0]
+
+
+def noisy_move(context: list[dict]) -> list[str]:
+    """Valid moves that are not the expert's: what a noisy step draws from."""
+    from playprm.models.scripted import valid_moves
+
+    first = context[0]["content"]
+    if "reference game" in first and "Tell which of your grids" not in first:
+        # a describer's slip: it spells out one of the other two grids
+        grids = _grids(first)
+        target = re.search(r"The target is the (\w+) grid", first)
+        index = ("first", "second", "third").index(target.group(1)) if target else 0
+        return [f"EXPRESSION: the grid whose {ROWS_MARKER} {' / '.join(g)}" for i, g in enumerate(grids)
+                if i != index and g]
+    return valid_moves(context)
+
+
+class ExpertPolicy:
+    """The ε-noisy expert behind the ``Policy`` interface. Deterministic for a given seed, batch and context
+    (the row index enters the draw, so equal contexts in one batch, e.g. K samples of an instance, differ)."""
+
+    def __init__(self, selector: str = PREFIX):
+        self.spec = spec_for(selector)
+        self.epsilon = parse_selector(selector)
+
+    def generate(self, contexts, *, n=1, temperature=0.0, max_tokens=256, seed=None):
+        out = []
+        for row, context in enumerate(contexts):
+            digest = hashlib.sha256(repr((seed, row, context)).encode("utf-8", "surrogatepass")).digest()
+            rng = random.Random(digest)
+            expert = expert_move(context)
+            moves = []
+            for _ in range(n):
+                options = [m for m in noisy_move(context) if m != expert]
+                moves.append(rng.choice(options) if options and rng.random() < self.epsilon else expert)
+            out.append([Candidate(text=m, num_tokens=len(m.split()), logprob=0.0) for m in moves])
+        return out
