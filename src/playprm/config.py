@@ -13,6 +13,9 @@ from playprm.search.base import AGGREGATES
 MODES = ("greedy", "best-of-n", "beam-search", "dvts", "lf-beam")
 GUIDED_MODES = ("best-of-n", "beam-search", "dvts", "lf-beam")
 LOOKAHEAD_MODES = ("beam-search", "dvts")  # they step the game with actions that are finally not played
+# what ranks best-of-n candidates: the PRM; the policy's own mean token log-probability (the no-PRM baseline);
+# the programmatic expert's judgement of the player's context (an upper bound that sees no hidden game state)
+SCORERS = ("prm", "logprob", "expert")
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:
@@ -51,6 +54,7 @@ class EvalConfig:
     batch_size: int = 32  # episodes in flight
     shard: tuple[int, int] | None = None
     retry_errors: bool = False
+    scorer: str = "prm"  # best-of-n only: one of SCORERS
 
     def validate(self) -> EvalConfig:
         if self.mode not in MODES:
@@ -59,7 +63,11 @@ class EvalConfig:
             self.temperature = 0.0 if self.mode == "greedy" else 0.7
         if self.temperature < 0:
             raise UsageError(f"--temperature {self.temperature} is negative; use 0 for greedy or a value > 0")
-        if self.mode in GUIDED_MODES and self.prm_path is None:
+        if self.scorer not in SCORERS:
+            raise UsageError(f"--scorer {self.scorer!r} is not one of {', '.join(SCORERS)}")
+        if self.scorer != "prm" and self.mode != "best-of-n":
+            raise UsageError(f"--scorer {self.scorer} ranks best-of-n candidates; use it with --mode best-of-n")
+        if self.mode in GUIDED_MODES and self.prm_path is None and self.scorer == "prm":
             raise UsageError(f"--mode {self.mode} needs a PRM: add --prm-path DIR (from train-prm or make-tiny)")
         if self.mode in GUIDED_MODES and self.temperature == 0:
             raise UsageError(f"--mode {self.mode} with --temperature 0 yields N identical candidates; use e.g. 0.7")
@@ -104,6 +112,8 @@ class EvalConfig:
             fields["seed"] = self.seed
         if self.mode != "greedy":
             fields["guide_roles"] = sorted(r.lower() for r in self.guide_roles) if self.guide_roles else None
+        if self.scorer != "prm":
+            fields["scorer"] = self.scorer
         if self.mode in (*LOOKAHEAD_MODES, "lf-beam"):
             fields.update(beam_width=self.beam_width, num_beam_iterations=self.num_beam_iterations)
         if self.mode in LOOKAHEAD_MODES:
@@ -114,7 +124,7 @@ class EvalConfig:
         """Folder-name suffix that keeps every mode's results apart (clemcore's eval shows one row each)."""
         tag = f"t{float(self.temperature)}"
         if self.mode == "best-of-n":
-            tag += f"-bon{self.n_candidates}"
+            tag += f"-bon{self.n_candidates}" + ("" if self.scorer == "prm" else f"-{self.scorer}")
         elif self.mode == "beam-search":
             tag += f"-beam{self.beam_width}x{self.n_candidates}-{self.aggregate}"
         elif self.mode == "lf-beam":

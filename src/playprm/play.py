@@ -74,6 +74,10 @@ def run_eval(cfg: EvalConfig, *, policy=None, scorer=None, progress: bool = True
         with runner.claim(run_dir, fingerprint) as fingerprint:
             if policy is None:
                 policy = load_policy(spec)
+            if scorer is None and cfg.scorer != "prm":
+                from playprm.search.scorers import SCORER_CLASSES
+
+                scorer = SCORER_CLASSES[cfg.scorer]()
             if scorer is None and cfg.mode != "greedy":
                 from playprm.prm.scorer import PRMScorer
 

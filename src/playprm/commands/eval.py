@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from playprm.config import MODES, EvalConfig, parse_shard
+from playprm.config import MODES, SCORERS, EvalConfig, parse_shard
 from playprm.search.base import AGGREGATES
 
 
@@ -37,6 +37,10 @@ def register(subparsers) -> None:
     parser.add_argument("--batch-size", type=int, default=32, help="episodes in flight (default 32)")
     parser.add_argument("--shard", help="i/n: play every n-th planned episode starting at i (zero-based)")
     parser.add_argument("--retry-errors", action="store_true", help="replay episodes that ended in error.json")
+    parser.add_argument("--scorer", choices=SCORERS, default="prm",
+                        help="best-of-n: rank candidates by the PRM (default), the policy's mean token "
+                             "log-probability (the no-PRM baseline) or the programmatic expert (an upper bound for "
+                             "built-in games; sees only the player's context)")
     parser.set_defaults(func=run)
 
 
@@ -47,7 +51,7 @@ def config_from_args(args) -> EvalConfig:
         n_candidates=args.n_candidates, temperature=args.temperature, max_tokens=args.max_tokens,
         beam_width=args.beam_width, num_beam_iterations=args.num_beam_iterations, aggregate=args.aggregate,
         guide_roles=args.guide_roles, seed=args.seed, batch_size=args.batch_size, shard=parse_shard(args.shard),
-        retry_errors=args.retry_errors,
+        retry_errors=args.retry_errors, scorer=args.scorer,
     )
 
 

@@ -31,6 +31,9 @@ def register(subparsers) -> None:
         "--games-dir", type=Path, metavar="DIR",
         help="extra games folder (e.g. a clembench checkout) whose clemgame.json files mark static games",
     )
+    parser.add_argument("--paired", nargs=2, action="append", metavar=("A", "B"), default=[],
+                        help="with --compare: clemscore(A) - clemscore(B) over the instances both played, with a "
+                             "paired bootstrap 95%% CI (run labels as the comparison prints them; repeatable)")
     parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples for the CIs (default 1000)")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     parser.add_argument(
@@ -66,6 +69,8 @@ def run(args) -> int:
 
     inputs = validate_results_dirs(args.compare or args.results_dir)
     out = _output_folder(args.out, inputs)
+    if args.paired and not args.compare:
+        raise UsageError("--paired compares runs of --compare; add --compare DIR ...")
     if args.resamples < 1:
         raise UsageError(f"--resamples must be at least 1, got {args.resamples}")
     static_games = _static_games(args.static_games)
@@ -82,6 +87,16 @@ def run(args) -> int:
         comparison = compare_runs(inputs, static_games, args.resamples, args.seed, args.errored_as_aborted)
         print(render_comparison(comparison), end="")
         written = write_comparison(comparison, out)
+        if args.paired:
+            from playprm.atomic import write_json, write_text
+            from playprm.report.paired import paired_from_comparison, render_paired
+
+            differences = paired_from_comparison(comparison, [tuple(p) for p in args.paired],
+                                                 n_resamples=args.resamples, seed=args.seed)
+            table = render_paired(differences)
+            print("\nPaired differences (same instances)\n" + table)
+            written += [write_text(out / "paired.md", "# Paired differences\n\n" + table + "\n"),
+                        write_json(out / "paired.json", [d.as_dict() for d in differences])]
     else:
         from playprm.report.clemscore import compute_table
         from playprm.report.outputs import write_results

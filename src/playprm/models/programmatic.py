@@ -5,8 +5,8 @@ so ``programmatic:expert`` plays the built-in games by their rules, from the con
 
 - wordle: the first word of the game's word list consistent with all feedback so far (the games' own ``mock``
   strategy);
-- referencegame: the describer spells out the target grid's rows ("the grid whose rows are ..."), the guesser
-  answers with the grid whose rows the expression spells out;
+- referencegame: the describer names one row that only the target grid has at that place ("the third row is
+  X X ▢ ▢ X"), the guesser answers with the grid that has this row there;
 - taboo: the describer gives the target's length and letters (one more per clue), the guesser names the first
   card word that fits.
 
@@ -55,22 +55,40 @@ def _grids(text: str) -> list[list[str]]:
     return grids
 
 
-ROWS_MARKER = "rows are"  # the games' own programmatic describer says "the grid whose rows are a / b / ..."
+ROW_WORDS = ("first", "second", "third", "fourth", "fifth")
+_ROW_EXPRESSION = re.compile(r"the (first|second|third|fourth|fifth) row is ((?:[X▢] ?){5})")
+
+
+def _target_index(text: str) -> int:
+    target = re.search(r"The target is the (\w+) grid", text)
+    return ("first", "second", "third").index(target.group(1)) if target and target.group(1) in \
+        ("first", "second", "third") else 0
+
+
+def row_expression(grid: list[str], row: int) -> str:
+    return f"EXPRESSION: the {ROW_WORDS[row]} row is {grid[row]}"
 
 
 def referencegame_describer(context: list[dict]) -> str:
+    """Name one row of the target grid that neither other grid has at that place (the first such row)."""
     first = context[0]["content"]
     grids = _grids(first)
-    target = re.search(r"The target is the (\w+) grid", first)
-    index = ("first", "second", "third").index(target.group(1)) if target else 0
-    return f"EXPRESSION: the grid whose {ROWS_MARKER} {' / '.join(grids[index])}"
+    index = _target_index(first)
+    target = grids[index]
+    others = [g for i, g in enumerate(grids) if i != index]
+    unique = [r for r in range(len(target)) if all(len(g) > r and g[r] != target[r] for g in others)]
+    return row_expression(target, unique[0] if unique else 0)
 
 
 def referencegame_guesser(context: list[dict]) -> str:
+    """The first grid whose named row is the one the expression spells out."""
     grids = _grids(context[0]["content"])
-    match = re.search(re.escape(ROWS_MARKER) + r"(.*)", context[-1]["content"])
-    rows = [row.strip() for row in match.group(1).split("/")] if match else []
-    label = next((lb for lb, grid in zip(("first", "second", "third"), grids) if grid == rows), "first")
+    match = _ROW_EXPRESSION.search(context[-1]["content"])
+    label = "first"
+    if match:
+        row, cells = ROW_WORDS.index(match.group(1)), match.group(2).strip()
+        label = next((lb for lb, g in zip(("first", "second", "third"), grids) if len(g) > row and g[row] == cells),
+                     "first")
     return f"ANSWER: {label}"
 
 
@@ -127,12 +145,10 @@ def noisy_move(context: list[dict]) -> list[str]:
 
     first = context[0]["content"]
     if "reference game" in first and "Tell which of your grids" not in first:
-        # a describer's slip: it spells out one of the other two grids
+        # a describer's slip: another row of the target grid (it may occur in another grid too)
         grids = _grids(first)
-        target = re.search(r"The target is the (\w+) grid", first)
-        index = ("first", "second", "third").index(target.group(1)) if target else 0
-        return [f"EXPRESSION: the grid whose {ROWS_MARKER} {' / '.join(g)}" for i, g in enumerate(grids)
-                if i != index and g]
+        target = grids[_target_index(first)]
+        return [row_expression(target, r) for r in range(len(target))]
     return valid_moves(context)
 
 

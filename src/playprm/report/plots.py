@@ -72,7 +72,9 @@ def plot_compute(comparison: pd.DataFrame, path: Path, cost_column: str = "gener
         for name, x, y in zip(runs.index, runs[cost_column], points, strict=True):
             axes.annotate(str(name), (x, y), textcoords="offset points", xytext=(5, 5), fontsize=7)
     if not len(placed):
-        axes.text(0.5, 0.5, "no run has cost.json files", ha="center", va="center", transform=axes.transAxes)
+        why = ("no run has cost.json files" if comparison[cost_column].isna().all()
+               else "no run has a clemscore (no episode was played to the end)")
+        axes.text(0.5, 0.5, why, ha="center", va="center", transform=axes.transAxes)
     else:
         axes.legend(fontsize=8)
     axes.set_xlabel(f"mean {cost_column}")

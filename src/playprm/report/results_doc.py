@@ -1,0 +1,188 @@
+"""RESULTS.md and results.json of a pipeline work directory: the evaluation grid, paired differences, the PRM's
+held-out quality and the time per stage.
+
+Inputs (paths relative to the work directory): ``results/<row>/`` (one eval run each, named as the grid's rows),
+``prm/`` (the trained PRM, its ``metrics.json``), ``stage_seconds.json`` (written by ``playprm pipeline``).
+The PRM's held-out AUROC and Brier score are measured here on the turns of the ``sft-sampled`` run (the SFT
+policy's own play on held-out instances, outcome labels), not on the training rollouts' validation split.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from playprm import atomic
+from playprm.report.clemscore import CI_HIGH, CI_LOW, CLEMSCORE, QUALITY, game_names
+
+ROW_KINDS = [("sft-prm-bon", "PRM"), ("sft-logprob-bon", "policy log-probability"),
+             ("sft-oracle-bon", "programmatic expert (upper bound)")]
+STAGE_FILE = "stage_seconds.json"
+
+
+def _row_name(label: str) -> str:
+    return str(label).split("/", 1)[0]
+
+
+def grid_rows(comparison: pd.DataFrame, workdir: Path) -> list[dict]:
+    rows = []
+    for label, row in comparison.iterrows():
+        name = _row_name(label)
+        n = re.search(r"bon(\d+)$", name)
+        scorer = ("prm" if "-prm-" in name or name in ("sft-beam", "sft-lf-beam") else "logprob"
+                  if "-logprob-" in name else "expert" if "-oracle-" in name else None)
+        rows.append({
+            "name": name, "mode": row["mode"], "n": int(n.group(1)) if n else int(row["n_candidates"] or 1),
+            "scorer": scorer, "results_dir": str(Path(row["results dir"]).resolve().relative_to(workdir.resolve())),
+            "clemscore": _number(row[CLEMSCORE]), "ci": [_number(row[CLEMSCORE + CI_LOW]),
+                                                         _number(row[CLEMSCORE + CI_HIGH])],
+            "episodes": int(row["episodes"]), "env_lookahead": bool(row["env_lookahead"]),
+            "generated_tokens_per_episode": _number(row.get("generated tokens / episode")),
+            "games": {game: _number(row.get(f"{game}, {QUALITY}")) for game in game_names(comparison)},
+        })
+    return rows
+
+
+def _number(value) -> float | None:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(value) else round(value, 4)
+
+
+def heldout_prm_quality(workdir: Path, run: str = "results/sft-sampled") -> dict:
+    """AUROC and Brier score of the PRM on the turns of a held-out run (outcome labels: success 1, else 0)."""
+    from playprm.data.prm import build_prm_dataset
+    from playprm.data.sources import read_sources
+    from playprm.prm.scorer import PRMScorer
+    from playprm.train.prm_metrics import auroc, brier_score
+
+    scan = read_sources([workdir / run], require_episodes=True)
+    dataset = build_prm_dataset(scan, labels="outcome", val_fraction=0.0, seed=0)
+    records = dataset.train + dataset.validation
+    if not records:
+        return {"auroc": None, "brier": None, "turns": 0}
+    scorer = PRMScorer.from_path(workdir / "prm")
+    scores = [s[0] for s in scorer.score([r["messages"] for r in records], [[r["response"]] for r in records])]
+    labels = [r["label"] for r in records]
+    return {"auroc": _number(auroc(scores, labels)), "brier": _number(brier_score(scores, labels)),
+            "turns": len(records), "positive_share": _number(sum(x >= 0.5 for x in labels) / len(labels)),
+            "run": run}
+
+
+def plot_against_n(rows: list[dict], path: Path) -> Path:
+    """clemscore against N for the PRM, log-probability and expert scorers, with CI bands; greedy as a line."""
+    from playprm.report.plots import _pyplot, save_atomic
+
+    plt = _pyplot()
+    figure, axes = plt.subplots(figsize=(6.5, 4.5))
+    by_name = {r["name"]: r for r in rows}
+    for prefix, label in ROW_KINDS:
+        points = sorted((r["n"], r) for r in rows if r["name"].startswith(prefix) and r["clemscore"] is not None)
+        if not points:
+            continue
+        ns = [n for n, _ in points]
+        axes.plot(ns, [r["clemscore"] for _, r in points], marker="o", label=label)
+        axes.fill_between(ns, [r["ci"][0] for _, r in points], [r["ci"][1] for _, r in points], alpha=0.15)
+    for name, style in (("sft-greedy", "--"), ("base-greedy", ":")):
+        if by_name.get(name, {}).get("clemscore") is not None:
+            axes.axhline(by_name[name]["clemscore"], linestyle=style, color="grey", label=name)
+    axes.set_xscale("log", base=2)
+    axes.set_xlabel("N (candidates per turn)")
+    axes.set_ylabel("clemscore (held-out, 95% CI)")
+    axes.set_title("Best-of-N on held-out instances by scorer")
+    axes.legend(fontsize=8)
+    figure.tight_layout()
+    save_atomic(path, lambda temporary: figure.savefig(temporary, format="png", dpi=120))
+    plt.close(figure)
+    return path
+
+
+def write_results(workdir: Path, *, command: str, seed: int, pairs: list[tuple[str, str]],
+                  n_resamples: int = 1000) -> tuple[Path, Path]:
+    """Write ``RESULTS.md`` and ``results.json`` into ``workdir``; returns their paths."""
+    from playprm.report.compare import compare_runs
+    from playprm.report.paired import paired_from_comparison, render_paired
+    from playprm.report.plots import plot_compute
+
+    workdir = Path(workdir)
+    run_dirs = sorted(p for p in (workdir / "results").iterdir() if p.is_dir())
+    comparison = compare_runs(run_dirs, n_resamples=n_resamples, seed=seed)
+    rows = grid_rows(comparison, workdir)
+    labels = {_row_name(label): label for label in comparison.index}
+    wanted = [(labels[a], labels[b]) for a, b in pairs if a in labels and b in labels]
+    paired = paired_from_comparison(comparison, wanted, n_resamples=n_resamples, seed=seed)
+    for difference in paired:
+        object.__setattr__(difference, "a", _row_name(difference.a))
+        object.__setattr__(difference, "b", _row_name(difference.b))
+    prm_metrics_file = workdir / "prm" / "metrics.json"
+    training = json.loads(prm_metrics_file.read_text()) if prm_metrics_file.is_file() else {}
+    prm = {"heldout": heldout_prm_quality(workdir),
+           "training_validation": {k: training.get(k) for k in ("auroc", "brier") if k in training}}
+    prm.update(auroc=prm["heldout"]["auroc"], brier=prm["heldout"]["brier"])
+    stages = json.loads((workdir / STAGE_FILE).read_text()) if (workdir / STAGE_FILE).is_file() else {}
+    document = {"command": command, "seed": seed, "rows": rows, "paired": [d.as_dict() for d in paired],
+                "prm": prm, "stage_seconds": stages, "versions": _versions()}
+    json_path = atomic.write_json(workdir / "results.json", document)
+    plot_against_n(rows, workdir / "clemscore_vs_n.png")
+    plot_compute(comparison, workdir / "clemscore_vs_tokens.png")
+    md_path = atomic.write_text(workdir / "RESULTS.md", _markdown(document, render_paired(paired)))
+    return md_path, json_path
+
+
+def _versions() -> dict:
+    import clemcore
+    import torch
+    import transformers
+
+    from playprm import __version__
+
+    return {"playprm": __version__, "torch": torch.__version__, "transformers": transformers.__version__,
+            "clemcore": getattr(clemcore, "__version__", "3.7.x"), "python": sys.version.split()[0]}
+
+
+def _markdown(document: dict, paired_table: str) -> str:
+    from playprm.report.render import markdown_table, number
+
+    rows = document["rows"]
+    games = sorted({g for r in rows for g in r["games"]})
+    grid = markdown_table(
+        ["row", "mode", "N", "scorer", "clemscore [95% CI]", "episodes", "gen tokens / episode"],
+        [[r["name"], r["mode"] + (" (env lookahead)" if r["env_lookahead"] else ""), str(r["n"]), r["scorer"] or "",
+          f"{number(r['clemscore'])} [{number(r['ci'][0])}, {number(r['ci'][1])}]", str(r["episodes"]),
+          number(r["generated_tokens_per_episode"], 0)] for r in rows])
+    per_game = markdown_table(["row", *games], [[r["name"], *(number(r["games"].get(g)) for g in games)]
+                                                for r in rows])
+    prm = document["prm"]
+    stages = document["stage_seconds"]
+    stage_table = markdown_table(["stage", "seconds"], [[k, f"{v:.0f}"] for k, v in stages.items()]
+                                 + [["total", f"{sum(stages.values()):.0f}"]]) if stages else "(not recorded)"
+    heldout = prm["heldout"]
+    versions = ", ".join(f"{k} {v}" for k, v in document["versions"].items())
+    return "\n".join([
+        "# Results: the card's claim at small scale", "",
+        f"- command: `{document['command']}`", f"- seed: {document['seed']}", f"- versions: {versions}",
+        "- teacher: the ε-noisy programmatic expert (`programmatic:expert`, teacher data, not a language model); "
+        "policy: a small model trained from random weights by full-weight SFT on the teacher's wins; PRM: trained "
+        "on the policy's own branched rollouts. Every row below is on held-out instances (`splits/heldout`, "
+        "generated with another seed, no instance shared with `splits/train`).",
+        "- `sft-oracle-bon<N>` ranks candidates by agreement with the programmatic expert's move for the player's "
+        "context (it sees no hidden game state): an upper bound, not a PRM.", "",
+        "## Grid (held-out)", "", grid, "",
+        "![clemscore against N](clemscore_vs_n.png)", "", "![clemscore against generated tokens](clemscore_vs_tokens.png)",
+        "", "## Paired differences (same held-out instances, paired bootstrap 95% CI)", "", paired_table, "",
+        "## The PRM", "",
+        f"- held-out turns of `sft-sampled` ({heldout.get('turns', 0)} turns, outcome labels, "
+        f"{number(heldout.get('positive_share'))} positive): AUROC {number(heldout.get('auroc'))}, "
+        f"Brier {number(heldout.get('brier'))}",
+        f"- validation split of its training rollouts: AUROC {number(prm['training_validation'].get('auroc'))}, "
+        f"Brier {number(prm['training_validation'].get('brier'))}; calibration plot: `prm/calibration.png`", "",
+        "## Per game (quality score)", "", per_game, "", "## Time per stage (wall seconds, 2 CPU cores)", "",
+        stage_table, "",
+    ])

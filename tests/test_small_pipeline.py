@@ -1,0 +1,132 @@
+"""The pieces of the small pipeline: the programmatic teacher, held-out splits, full-weight SFT, baseline scorers,
+paired differences, and the whole preset end to end at toy size."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from playprm.cli import main
+from playprm.config import EvalConfig
+from playprm.play import run_eval
+
+
+def wins(run_dir: Path) -> tuple[int, int]:
+    scores = [json.loads(p.read_text())["episode scores"] for p in run_dir.rglob("scores.json")]
+    return sum(1 for s in scores if s.get("Success")), len(scores)
+
+
+def test_the_noise_free_expert_wins_every_reference_game_and_the_noisy_one_about_half(tmp_path):
+    exact, _ = run_eval(EvalConfig(policy_model="programmatic:expert-eps0", games=["referencegame"],
+                                   results_dir=tmp_path / "exact"), progress=False)
+    noisy, _ = run_eval(EvalConfig(policy_model="programmatic:expert", games=["referencegame"],
+                                   results_dir=tmp_path / "noisy"), progress=False)
+    assert wins(exact) == (20, 20)
+    won, played = wins(noisy)
+    assert 0.3 * played <= won <= 0.85 * played  # imperfect on purpose: failures for the filter to remove
+    assert noisy.name.startswith("programmatic-expert-")  # teacher data is named as such
+
+
+def test_expert_samples_of_one_context_differ_and_repeat_with_the_seed():
+    from playprm.models.programmatic import ExpertPolicy
+
+    context = [{"role": "user", "content": "Let's play Wordle. Make your first guess."}]
+    policy = ExpertPolicy("programmatic:expert-eps0.5")
+    first = policy.generate([context] * 8, n=2, temperature=1.0, seed=3)
+    again = policy.generate([context] * 8, n=2, temperature=1.0, seed=3)
+    texts = [c.text for group in first for c in group]
+    assert texts == [c.text for group in again for c in group]
+    assert len(set(texts)) > 1
+
+
+def test_a_bad_expert_selector_is_one_line(tmp_path, capsys):
+    code = main(["eval", "--policy-model", "programmatic:expert-eps2", "--game", "wordle",
+                 "--results-dir", str(tmp_path)])
+    assert code == 2 and "0 <= E <= 1" in capsys.readouterr().err
+
+
+def test_a_held_out_split_shares_no_instance_with_the_training_split(tmp_path):
+    from playprm.games.splits import split_instances, write_split
+
+    write_split(tmp_path / "train", seed=1, per_experiment=30)
+    summary = write_split(tmp_path / "heldout", seed=2, per_experiment=10, exclude=[tmp_path / "train"])
+    content = lambda i: json.dumps({k: v for k, v in i.items() if k != "game_id"}, sort_keys=True)  # noqa: E731
+    train = {g: {content(i) for i in rows} for g, rows in split_instances(tmp_path / "train").items()}
+    for game, rows in split_instances(tmp_path / "heldout").items():
+        assert not {content(i) for i in rows} & train[game]
+    # word games with a few dozen secret words cannot be held out: every new draw repeats a training instance
+    assert summary["games"]["taboo"]["instances"] == 0
+    assert summary["games"]["referencegame"]["instances"] == 20
+
+
+def test_best_of_n_by_log_probability_and_by_the_expert_need_no_prm(card_models, tmp_path):
+    for scorer in ("logprob", "expert"):
+        cfg = EvalConfig(policy_model=str(card_models["policy"]), mode="best-of-n", scorer=scorer, n_candidates=3,
+                         games=["referencegame"], limit=1, max_tokens=8, results_dir=tmp_path / scorer)
+        run_dir, summary = run_eval(cfg, progress=False)
+        assert run_dir.name.endswith(f"bon3-{scorer}")
+        rows = [json.loads(line) for p in run_dir.rglob("candidates.jsonl") for line in p.read_text().splitlines()]
+        for row in rows:
+            scores = [c["score"] for c in row["candidates"]]
+            assert row["chosen"] == max(range(3), key=lambda i: (scores[i], -i))
+            if scorer == "logprob":  # the highest mean token log-probability is played
+                means = [c["logprob"] / max(1, c["tokens"]) for c in row["candidates"]]
+                assert np.argmax(means) == row["chosen"] or max(means) == means[row["chosen"]]
+
+
+def test_paired_difference_of_a_run_with_itself_is_zero_and_a_shift_is_found():
+    from playprm.report.paired import paired_difference
+
+    rng = np.random.default_rng(0)
+    base = pd.DataFrame({"game": "g", "experiment": "e", "episode": [f"i{k}" for k in range(200)],
+                         "played": 1.0, "quality": rng.choice([0.0, 100.0], size=200)})
+    same = paired_difference(base, base.copy())
+    assert same.difference == 0 and same.low == 0 and same.high == 0 and same.episodes == 200
+    better = base.copy()
+    better.loc[better.index[:40], "quality"] = 100.0  # 40 more wins on the same instances
+    shift = paired_difference(better, base)
+    assert shift.difference > 0 and shift.excludes_zero
+
+
+def test_full_weight_sft_trains_every_weight_and_registers_the_saved_model(card_models, tmp_path):
+    import sys
+
+    from safetensors.torch import load_file
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_train_sft import QUICK, TINY_RECIPE, write_sft_data
+
+    out = tmp_path / "full"
+    assert main(["train-sft", "--config", str(TINY_RECIPE), "--model", str(card_models["policy"]), "--data",
+                 str(write_sft_data(tmp_path / "data")), "--output-dir", str(out), *QUICK, "--max-steps", "2",
+                 "--full-weights", "true"]) == 0
+    [entry] = json.loads((out / "model_registry.json").read_text())
+    assert entry["huggingface_id"] == str(out.resolve()) and "peft_model" not in entry["model_config"]
+    assert not (out / "adapter_config.json").exists()
+    trained = load_file(str(out / "model.safetensors"))
+    assert any(k.endswith("mlp.down_proj.weight") for k in trained)  # whole weights, not an adapter
+
+
+def test_the_small_preset_runs_every_stage_and_writes_results(tmp_path, monkeypatch):
+    from playprm import small_preset
+    from playprm.commands.pipeline import run_steps
+
+    preset = small_preset.SmallPreset(train_per_experiment=3, heldout_per_experiment=2, layers=1, hidden=32,
+                                      sft_steps=2, sft_batch=2, rollout_instances=1, prm_steps=2, prm_batch=2, max_tokens=8, ns=(2,), oracle_ns=(2,))
+    steps = [(stage, argv) for stage, argv in preset.steps()]
+    assert run_steps(tmp_path, steps, small_preset.DONE_MARKERS, done="done") == 0
+    results = json.loads((tmp_path / "results.json").read_text())
+    names = {row["name"] for row in results["rows"]}
+    assert {"base-greedy", "sft-greedy", "sft-sampled", "sft-prm-bon2", "sft-logprob-bon2", "sft-oracle-bon2",
+            "sft-beam", "sft-lf-beam"} <= names
+    for row in results["rows"]:
+        assert (tmp_path / row["results_dir"]).is_dir() and row["episodes"] == 4
+    assert [row["env_lookahead"] for row in results["rows"] if row["name"] == "sft-beam"] == [True]
+    assert {"train-sft", "train-prm", "eval sft-prm-bon2"} <= set(results["stage_seconds"])
+    assert "prm" in results and "paired" in results
+    text = (tmp_path / "RESULTS.md").read_text()
+    assert "held-out" in text and (tmp_path / "clemscore_vs_n.png").stat().st_size > 0
