@@ -37,7 +37,7 @@ class SmallPreset:
     layers: int = 4
     hidden: int = 128
     teacher_samples: int = 2
-    sft_steps: int = 500
+    sft_steps: int = 300
     sft_batch: int = 16
     rollout_instances: int = 100  # per experiment, for the PRM's rollouts
     prm_steps: int = 300
