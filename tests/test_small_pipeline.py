@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from playprm.cli import main
 from playprm.config import EvalConfig
