@@ -212,7 +212,8 @@ def _with_retries(call, episodes: list[Episode]):
         try:
             return call(episodes)
         except Exception as error:  # a backend fault mid-batch
-            if attempt < POLICY_RETRIES:
+            # a refusal (a server's 4xx: bad key, bad request) would only be refused again
+            if attempt < POLICY_RETRIES and getattr(error, "retryable", True):
                 logger.warning("policy batch failed (%s); retrying", error)
                 continue
             logger.error("policy batch failed twice (%s); failing %d episodes", error, len(episodes))

@@ -29,7 +29,8 @@ def run(args) -> int:
     config, base, data_dir = prepare_run(args, SFTTrainingConfig, "train-sft")
     metrics = train_sft(config, base, data_dir, resume=args.resume)
     if config.process_index == 0:
-        print(f"wrote the adapter, model_registry.json and metrics.json to {config.output_dir}: validation loss "
+        what = "model" if config.full_weights else "adapter"
+        print(f"wrote the {what}, model_registry.json and metrics.json to {config.output_dir}: validation loss "
               f"{metrics['validation_loss']:.4f}, token accuracy {metrics['validation_token_accuracy']:.1%} "
               f"after {metrics['global_step']} steps")
     return 0

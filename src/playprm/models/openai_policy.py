@@ -24,7 +24,11 @@ RETRYABLE_4XX = frozenset({408, 409, 429})  # request timeout, conflict, rate li
 
 
 class ServerError(RuntimeError):
-    pass
+    """The server failed or refused; ``retryable`` False for refusals (4xx) that another try cannot change."""
+
+    def __init__(self, message: str, *, retryable: bool = True):
+        super().__init__(message)
+        self.retryable = retryable
 
 
 class OpenAIPolicy:
@@ -81,7 +85,7 @@ class OpenAIPolicy:
             except Exception as error:  # timeouts, connection errors, 5xx; a 4xx ends here
                 status = getattr(error, "status_code", None)
                 if isinstance(status, int) and 400 <= status < 500 and status not in RETRYABLE_4XX:
-                    raise ServerError(self._refusal(status, error)) from error
+                    raise ServerError(self._refusal(status, error), retryable=False) from error
                 last_error = error
                 if attempt < self.retries:
                     time.sleep(self.backoff * 2 ** attempt)
