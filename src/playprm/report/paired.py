@@ -4,7 +4,8 @@ Two decoding modes evaluated on the same instances are not independent samples: 
 one is usually easy for the other. The paired bootstrap resamples *instances* (within each game, as the
 unpaired intervals do), applies the same draw to both runs and recomputes clemscore(A) - clemscore(B) per
 replicate; the interval is the 2.5th-97.5th percentile. Only instances both runs played enter (matched by game,
-experiment and episode folder); how many is reported beside the difference.
+experiment and episode folder); how many is reported beside the difference. A run that played no episode to
+the end counts clemscore 0 here (0 % played times any quality), where clemcore leaves it blank.
 """
 
 from __future__ import annotations
@@ -39,8 +40,12 @@ class PairedDifference:
 
 
 def _clemscore(played: np.ndarray, quality: np.ndarray) -> np.ndarray:
-    # (replicates, games) -> clemscore per replicate: macro average over games, as clemeval
-    return _nanmean(played, axis=-1) / 100.0 * _nanmean(quality, axis=-1)
+    # (replicates, games) -> clemscore per replicate: macro average over games, as clemeval. A run that played
+    # nothing has no quality (clemcore leaves its clemscore blank); its product with 0 % played is 0 here, so
+    # that it can be compared
+    average_played = _nanmean(played, axis=-1)
+    score = average_played / 100.0 * _nanmean(quality, axis=-1)
+    return np.where(average_played == 0, 0.0, score)
 
 
 def paired_difference(a: pd.DataFrame, b: pd.DataFrame, *, names: tuple[str, str] = ("a", "b"),

@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from playprm import atomic
-from playprm.report.clemscore import CI_HIGH, CI_LOW, CLEMSCORE, QUALITY, game_names
+from playprm.report.clemscore import AVERAGE_PLAYED, CI_HIGH, CI_LOW, CLEMSCORE, QUALITY, game_names
 
 ROW_KINDS = [("sft-prm-bon", "PRM"), ("sft-logprob-bon", "policy log-probability"),
              ("sft-oracle-bon", "programmatic expert (upper bound)")]
@@ -36,11 +36,16 @@ def grid_rows(comparison: pd.DataFrame, workdir: Path) -> list[dict]:
         n = re.search(r"bon(\d+)$", name)
         scorer = ("prm" if "-prm-" in name or name in ("sft-beam", "sft-lf-beam") else "logprob"
                   if "-logprob-" in name else "expert" if "-oracle-" in name else None)
+        played = _number(row.get(AVERAGE_PLAYED))
+        clemscore = _number(row[CLEMSCORE])
         rows.append({
             "name": name, "mode": row["mode"], "n": int(n.group(1)) if n else int(row["n_candidates"] or 1),
             "scorer": scorer, "results_dir": str(Path(row["results dir"]).resolve().relative_to(workdir.resolve())),
-            "clemscore": _number(row[CLEMSCORE]), "ci": [_number(row[CLEMSCORE + CI_LOW]),
-                                                         _number(row[CLEMSCORE + CI_HIGH])],
+            # a run that played nothing: clemcore leaves clemscore blank; 0 % played makes it 0
+            "clemscore": 0.0 if clemscore is None and played == 0 else clemscore,
+            "ci": [_number(row[CLEMSCORE + CI_LOW]), _number(row[CLEMSCORE + CI_HIGH])] if clemscore is not None
+            else [0.0, 0.0] if played == 0 else [None, None],
+            "percent_played": played,
             "episodes": int(row["episodes"]), "env_lookahead": bool(row["env_lookahead"]),
             "generated_tokens_per_episode": _number(row.get("generated tokens / episode")),
             "games": {game: _number(row.get(f"{game}, {QUALITY}")) for game in game_names(comparison)},
@@ -94,6 +99,8 @@ def plot_against_n(rows: list[dict], path: Path) -> Path:
         if by_name.get(name, {}).get("clemscore") is not None:
             axes.axhline(by_name[name]["clemscore"], linestyle=style, color="grey", label=name)
     axes.set_xscale("log", base=2)
+    ticks = sorted({r["n"] for r in rows if any(r["name"].startswith(p) for p, _ in ROW_KINDS)})
+    axes.set_xticks(ticks, [str(n) for n in ticks])
     axes.set_xlabel("N (candidates per turn)")
     axes.set_ylabel("clemscore (held-out, 95% CI)")
     axes.set_title("Best-of-N on held-out instances by scorer")
@@ -105,7 +112,7 @@ def plot_against_n(rows: list[dict], path: Path) -> Path:
 
 
 def write_results(workdir: Path, *, command: str, seed: int, pairs: list[tuple[str, str]],
-                  n_resamples: int = 1000) -> tuple[Path, Path]:
+                  row_order: list[str] = (), n_resamples: int = 1000) -> tuple[Path, Path]:
     """Write ``RESULTS.md`` and ``results.json`` into ``workdir``; returns their paths."""
     from playprm.report.compare import compare_runs
     from playprm.report.paired import paired_from_comparison, render_paired
@@ -115,6 +122,8 @@ def write_results(workdir: Path, *, command: str, seed: int, pairs: list[tuple[s
     run_dirs = sorted(p for p in (workdir / "results").iterdir() if p.is_dir())
     comparison = compare_runs(run_dirs, n_resamples=n_resamples, seed=seed)
     rows = grid_rows(comparison, workdir)
+    order = {name: i for i, name in enumerate(row_order)}
+    rows.sort(key=lambda r: order.get(r["name"], len(order)))
     labels = {_row_name(label): label for label in comparison.index}
     wanted = [(labels[a], labels[b]) for a, b in pairs if a in labels and b in labels]
     paired = paired_from_comparison(comparison, wanted, n_resamples=n_resamples, seed=seed)
@@ -124,7 +133,7 @@ def write_results(workdir: Path, *, command: str, seed: int, pairs: list[tuple[s
     prm_metrics_file = workdir / "prm" / "metrics.json"
     training = json.loads(prm_metrics_file.read_text()) if prm_metrics_file.is_file() else {}
     prm = {"heldout": heldout_prm_quality(workdir),
-           "training_validation": {k: training.get(k) for k in ("auroc", "brier") if k in training}}
+           "training_validation": {k: training.get(f"validation_{k}") for k in ("auroc", "brier")}}
     prm.update(auroc=prm["heldout"]["auroc"], brier=prm["heldout"]["brier"])
     stages = json.loads((workdir / STAGE_FILE).read_text()) if (workdir / STAGE_FILE).is_file() else {}
     document = {"command": command, "seed": seed, "rows": rows, "paired": [d.as_dict() for d in paired],
@@ -172,6 +181,8 @@ def _markdown(document: dict, paired_table: str) -> str:
         "policy: a small model trained from random weights by full-weight SFT on the teacher's wins; PRM: trained "
         "on the policy's own branched rollouts. Every row below is on held-out instances (`splits/heldout`, "
         "generated with another seed, no instance shared with `splits/train`).",
+        "- A run that played no episode to the end (`base-greedy`: a random model never keeps the reply format) has "
+        "no clemscore in clemcore's table; 0 % played makes it 0 here and in the paired differences.",
         "- `sft-oracle-bon<N>` ranks candidates by agreement with the programmatic expert's move for the player's "
         "context (it sees no hidden game state): an upper bound, not a PRM.", "",
         "## Grid (held-out)", "", grid, "",
