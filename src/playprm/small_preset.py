@@ -12,9 +12,9 @@ of them would repeat the training instances (``playprm instances`` drops every o
 tiny`` and the unit tests.
 
 Architecture: Qwen3 (4 layers, hidden 128) rather than the card's Qwen3.5 layout, for CPU time: Qwen3.5's
-gated delta-net runs reference PyTorch kernels on CPU, 2.6-3.1x the time of a same-size Qwen3 (BENCHMARKS.md,
-figure 1b; ~3.5x for a training step, measured when issue 11 was filed), which would not fit the ~25-minute
-budget.
+gated delta-net runs reference PyTorch kernels on CPU, 2.2x the time of a same-size Qwen3 for generation and PRM
+scoring (BENCHMARKS.md, figure 1b, hidden 256; ~3.5x for a training step, measured when issue 11 was filed),
+which would not fit the ~25-minute budget.
 """
 
 from __future__ import annotations

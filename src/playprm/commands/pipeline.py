@@ -47,7 +47,7 @@ DONE_MARKERS = {
 def tiny_steps() -> list[tuple[str, list[str]]]:
     """(stage, argv) for the CPU pipeline; paths are relative to the work directory."""
     return [
-        # the smoke run uses plain Qwen3 for speed (the card's Qwen3.5 layout costs ~3x on CPU, BENCHMARKS.md 1b;
+        # the smoke run uses plain Qwen3 for speed (the card's Qwen3.5 layout costs 2.2x on CPU, BENCHMARKS.md 1b;
         # it is tested on its own in tests/test_card_architecture.py)
         ("make-tiny", ["make-tiny", "--out", "tiny", "--arch", "qwen3"]),
         ("collect", ["collect", "--policy-model", "scripted:random-valid", *TINY_GAMES, "--samples-per-instance",

@@ -64,12 +64,13 @@ def write_split(out: Path, *, seed: int, per_experiment: int, games: list[str] |
                          f"{', '.join(sorted(GENERATORS))}")
     if per_experiment < 1:
         raise UsageError(f"--per-experiment {per_experiment} must be at least 1")
-    excluded: dict[str, set[str]] = {}
+    excluded_instances: dict[str, list[dict]] = {}
     for folder in exclude:
         if not Path(folder).is_dir():
             raise UsageError(f"--exclude {folder} is not a directory; give a split folder written by this command")
         for game, instances in split_instances(Path(folder)).items():
-            excluded.setdefault(game, set()).update(_content(i) for i in instances)
+            excluded_instances.setdefault(game, []).extend(instances)
+    excluded = {game: {_content(i) for i in rows} for game, rows in excluded_instances.items()}
     summary = {"seed": seed, "per_experiment": per_experiment, "exclude": [str(p) for p in exclude], "games": {}}
     for game in games:
         document = generate(game, seed, per_experiment)
@@ -88,7 +89,7 @@ def write_split(out: Path, *, seed: int, per_experiment: int, games: list[str] |
             shutil.rmtree(target)
         shutil.copytree(builtin_games_dir() / game, target, ignore=shutil.ignore_patterns("__pycache__", "in"))
         atomic.write_json(target / "in" / "instances.json", document)
-        others = {_target(i) for folder in exclude for i in split_instances(Path(folder)).get(game, [])}
+        others = {_target(i) for i in excluded_instances.get(game, [])}
         shared = sum(1 for e in document["experiments"] for i in e["game_instances"] if _target(i) in others)
         summary["games"][game] = {"instances": kept_ids, "dropped_as_in_exclude": dropped,
                                   "target_shared_with_exclude": shared}

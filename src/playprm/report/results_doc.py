@@ -13,6 +13,7 @@ import json
 import math
 import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -126,10 +127,8 @@ def write_results(workdir: Path, *, command: str, seed: int, pairs: list[tuple[s
     rows.sort(key=lambda r: order.get(r["name"], len(order)))
     labels = {_row_name(label): label for label in comparison.index}
     wanted = [(labels[a], labels[b]) for a, b in pairs if a in labels and b in labels]
-    paired = paired_from_comparison(comparison, wanted, n_resamples=n_resamples, seed=seed)
-    for difference in paired:
-        object.__setattr__(difference, "a", _row_name(difference.a))
-        object.__setattr__(difference, "b", _row_name(difference.b))
+    paired = [replace(d, a=_row_name(d.a), b=_row_name(d.b))
+              for d in paired_from_comparison(comparison, wanted, n_resamples=n_resamples, seed=seed)]
     prm_metrics_file = workdir / "prm" / "metrics.json"
     training = json.loads(prm_metrics_file.read_text()) if prm_metrics_file.is_file() else {}
     prm = {"heldout": heldout_prm_quality(workdir),
