@@ -50,6 +50,16 @@ def plot_clemscore(table: pd.DataFrame, path: Path) -> Path:
     return path
 
 
+def _short_labels(labels: list) -> dict:
+    """Point labels: the results-dir part of ``<dir>/<model-pair>`` where that alone tells runs apart (one dir per
+    run, as the small pipeline writes), else the model pair; full labels sit in compare.csv."""
+    for part in (0, -1):
+        names = {label: str(label).split("/")[part] for label in labels}
+        if len(set(names.values())) == len(labels):
+            return names
+    return {label: str(label) for label in labels}
+
+
 def plot_compute(comparison: pd.DataFrame, path: Path, cost_column: str = "generated tokens / episode") -> Path:
     """clemscore against mean generated tokens per episode, one point per run of ``compare_runs``.
 
@@ -58,6 +68,7 @@ def plot_compute(comparison: pd.DataFrame, path: Path, cost_column: str = "gener
     plt = _pyplot()
     figure, axes = plt.subplots(figsize=(6.5, 4.5))
     placed = comparison[comparison[cost_column].notna() & comparison[CLEMSCORE].notna()]
+    short = _short_labels(list(comparison.index))
     styles = {False: ("o", "#4C72B0", "honest decoding"), True: ("x", "#C44E52", "env lookahead (not honest)")}
     for lookahead, (marker, color, label) in styles.items():
         runs = placed[placed["env_lookahead"] == lookahead]
@@ -70,7 +81,7 @@ def plot_compute(comparison: pd.DataFrame, path: Path, cost_column: str = "gener
             fmt=marker, color=color, capsize=4, label=label, markersize=8,
         )
         for name, x, y in zip(runs.index, runs[cost_column], points, strict=True):
-            axes.annotate(str(name), (x, y), textcoords="offset points", xytext=(5, 5), fontsize=7)
+            axes.annotate(short[name], (x, y), textcoords="offset points", xytext=(5, 5), fontsize=7)
     if not len(placed):
         why = ("no run has cost.json files" if comparison[cost_column].isna().all()
                else "no run has a clemscore (no episode was played to the end)")
