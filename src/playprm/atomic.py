@@ -1,13 +1,15 @@
 """Atomic file writes: a temporary file in the same folder, then ``os.replace``, so a killed run never leaves
-a half-written results file behind. The file gets the mode ``open()`` would give it (the umask decides), not
-``mkstemp``'s private 0600, so teammates on a shared cluster can read the results."""
+a half-written results file, copy or figure behind. The file gets the mode ``open()`` would give it (the umask
+decides), not ``mkstemp``'s private 0600, so teammates on a shared cluster can read the results. Every file
+playprm writes goes through ``save_atomic``."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -19,26 +21,44 @@ def new_file_mode() -> int:
     return 0o666 & ~umask
 
 
-def write_text(path: str | Path, text: str) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+def save_atomic(target: str | Path, save: Callable[[Path], object]) -> Path:
+    """Call ``save(temporary_path)`` (e.g. a figure's ``savefig``), then move the result onto ``target``,
+    creating parent folders; returns ``target``."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    os.close(handle)
     try:
-        os.fchmod(fd, new_file_mode())
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        os.chmod(temporary, new_file_mode())
+        save(Path(temporary))
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def write_text(path: str | Path, text: str) -> Path:
+    def save(temporary: Path) -> None:
+        with open(temporary, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+
+    return save_atomic(path, save)
+
+
+def copy_atomic(source: Path, target: Path) -> Path:
+    """Copy the bytes of ``source`` to ``target`` atomically, creating parent folders."""
+    return save_atomic(target, lambda temporary: shutil.copyfile(source, temporary))
 
 
 def write_json(path: str | Path, data: Any, *, indent: int | None = 2) -> Path:
     return write_text(path, json.dumps(data, indent=indent, ensure_ascii=False, default=str))
 
 
-def write_jsonl(path: str | Path, rows: Iterable[Any]) -> Path:
-    return write_text(path, "".join(json.dumps(row, ensure_ascii=False, default=str) + "\n" for row in rows))
+def write_jsonl(path: str | Path, rows: Iterable[Any], *, allow_nan: bool = True) -> Path:
+    """One JSON value per line (no rows: an empty file). ``allow_nan=False`` for datasets: a NaN from
+    scores.json must not leak into a file strict JSON readers reject (it raises ValueError instead)."""
+    return write_text(path, "".join(json.dumps(row, ensure_ascii=False, default=str, allow_nan=allow_nan) + "\n"
+                                    for row in rows))

@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from playprm.atomic import write_text
+from playprm.atomic import write_jsonl, write_text
 from playprm.data import card
-from playprm.data.records import episode_meta, instance_of, write_jsonl
+from playprm.data.records import episode_meta, instance_of
 from playprm.data.rollout_tree import (
     MonteCarloLabel,
     RolloutNode,
@@ -185,10 +185,10 @@ def write_prm_dataset(dataset: PrmDataset, out: Path, *, sources: Sequence[Path]
                       val_fraction: float, seed: int, lose_label: float, abort_label: float) -> None:
     """Write ``out/train.jsonl``, ``out/validation.jsonl``, ``out/pairs.jsonl`` (mc labels only) and the
     ``out/README.md`` card, each atomically."""
-    write_jsonl(out / "train.jsonl", dataset.train)
-    write_jsonl(out / "validation.jsonl", dataset.validation)
+    write_jsonl(out / "train.jsonl", dataset.train, allow_nan=False)
+    write_jsonl(out / "validation.jsonl", dataset.validation, allow_nan=False)
     if dataset.pairs is not None:
-        write_jsonl(out / "pairs.jsonl", dataset.pairs)
+        write_jsonl(out / "pairs.jsonl", dataset.pairs, allow_nan=False)
     text = prm_card(dataset, sources=sources, labels=labels, val_fraction=val_fraction, seed=seed,
                     lose_label=lose_label, abort_label=abort_label)
     write_text(out / "README.md", text)

@@ -1,12 +1,7 @@
-"""What every dataset line carries about its origin, and how dataset files are written (atomically)."""
+"""What every dataset line carries about its origin (files are written by ``atomic.write_jsonl(..., allow_nan=False)``)."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable
-from pathlib import Path
-
-from playprm.atomic import write_text
 from playprm.results import Episode, PlayerInfo
 
 # the meta keys of Playpen's records (colab-potsdam/playpen-data, examples/trl/data_utils.py), in its order
@@ -49,11 +44,3 @@ def instance_of(record: dict) -> tuple[str, str, str]:
     meta = record["meta"]
     return meta["game"], meta["experiment"], str(meta["game_id"])
 
-
-def write_jsonl(path: Path, records: Iterable[dict]) -> int:
-    """Write one JSON object per line to ``path`` atomically (no records: an empty file); returns the
-    number of lines."""
-    # allow_nan=False: a NaN from scores.json must not leak into a file strict JSON readers reject
-    lines = [json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n" for record in records]
-    write_text(path, "".join(lines))
-    return len(lines)

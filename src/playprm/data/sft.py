@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from playprm.atomic import write_json, write_text
+from playprm.atomic import write_json, write_jsonl, write_text
 from playprm.data.card import (
     MAX_LISTED,
     front_matter,
@@ -28,7 +28,7 @@ from playprm.data.card import (
     split_table,
 )
 from playprm.data.playpen import PLAYPEN_OUTCOMES, PlaypenRecords
-from playprm.data.records import CLEMCORE_TO_PLAYPEN_OUTCOME, instance_of, playpen_meta, write_jsonl
+from playprm.data.records import CLEMCORE_TO_PLAYPEN_OUTCOME, instance_of, playpen_meta
 from playprm.data.split import split_by_instance
 from playprm.results import OUTCOMES, Episode, ResultsScan, alternating
 
@@ -265,8 +265,8 @@ def _finish(dataset: SftDataset, samples: list[dict], *, val_fraction: float, se
 def write_sft_dataset(dataset: SftDataset, out: Path, *, val_fraction: float, seed: int) -> None:
     """Write ``out/train.jsonl``, ``out/validation.jsonl``, the ``out/README.md`` card and its numbers
     (``out/dataset_summary.json``, read by model cards), each atomically."""
-    write_jsonl(out / "train.jsonl", dataset.train)
-    write_jsonl(out / "validation.jsonl", dataset.validation)
+    write_jsonl(out / "train.jsonl", dataset.train, allow_nan=False)
+    write_jsonl(out / "validation.jsonl", dataset.validation, allow_nan=False)
     write_text(out / "README.md", sft_card(dataset, val_fraction=val_fraction, seed=seed))
     write_json(out / SUMMARY_FILE, sft_summary(dataset, val_fraction=val_fraction, seed=seed))
 

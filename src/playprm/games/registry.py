@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from playprm import atomic
 from playprm.errors import UsageError
 from playprm.names import check_component, instance_folder
 
@@ -330,13 +329,4 @@ def write_game_registry(directory: Path) -> Path:
     )
     if not already:
         entries.append({"benchmark_path": str(builtin)})
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{REGISTRY_FILE_NAME}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(entries, f, indent=2)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return atomic.write_text(path, json.dumps(entries, indent=2) + "\n")

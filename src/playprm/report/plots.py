@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from playprm.report.atomic import save_atomic
+from playprm.atomic import save_atomic
 from playprm.report.clemscore import CI_HIGH, CI_LOW, CLEMSCORE
 
 

@@ -21,8 +21,8 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from playprm.atomic import copy_atomic
 from playprm.errors import UsageError
-from playprm.report.atomic import copy_atomic
 from playprm.report.run_metadata import (
     RUN_METADATA_FILE,
     fingerprint_differences,

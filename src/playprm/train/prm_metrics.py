@@ -68,7 +68,7 @@ def plot_calibration(bins: list[dict], path: Path, title: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from playprm.report.atomic import save_atomic
+    from playprm.atomic import save_atomic
 
     filled = [b for b in bins if b["count"]]
     figure, (curve, counts) = plt.subplots(2, 1, figsize=(5, 6), height_ratios=(3, 1), sharex=True)
