@@ -16,8 +16,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from playprm import atomic, chat
+from playprm import chat
 from playprm.models.base import Candidate
+from playprm.models.registry import REGISTRY_FILE, write_registry_entry
 from playprm.models.tiny import TinySize
 
 GAMES = ["wordle", "taboo", "referencegame"]
@@ -134,12 +135,12 @@ def write_clem_workspace(directory: Path, name: str, policy_dir: Path, tokenizer
     entry = {"model_name": name, "backend": "huggingface_local", "huggingface_id": str(Path(policy_dir).resolve()),
              "model_config": {"premade_chat_template": True, "padding_side": "left",
                               "eos_to_cull": re.escape(chat.end_of_turn_text(tokenizer))}}
-    atomic.write_json(directory / "model_registry.json", [entry])
+    write_registry_entry(directory, entry)
     return directory
 
 
 def clem_model_entry(directory: Path) -> dict:
-    return json.loads((directory / "model_registry.json").read_text(encoding="utf-8"))[0]
+    return json.loads((directory / REGISTRY_FILE).read_text(encoding="utf-8"))[0]
 
 
 @contextlib.contextmanager

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from playprm import atomic
@@ -23,14 +22,11 @@ def register(subparsers) -> None:
 
 def add_model_entry(directory: Path, name: str, model_path: Path, backend: str = "playprm") -> Path:
     """Append (or replace by name) a clemcore registry entry in ``directory/model_registry.json``."""
-    from playprm.models.registry import read_registry_file
+    from playprm.models.registry import write_registry_entry
 
-    path = directory / "model_registry.json"
-    entries = read_registry_file(path) if path.exists() else []
-    entries = [e for e in entries if e.get("model_name") != name]
-    entries.append({"model_name": name, "backend": backend, "huggingface_id": str(model_path.resolve()),
-                    "model_config": {"engine": "hf", "premade_chat_template": True}})
-    return atomic.write_text(path, json.dumps(entries, indent=2))
+    return write_registry_entry(directory, {
+        "model_name": name, "backend": backend, "huggingface_id": str(model_path.resolve()),
+        "model_config": {"engine": "hf", "premade_chat_template": True}})
 
 
 def run(args) -> int:

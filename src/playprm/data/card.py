@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from playprm.data.records import instance_of
 from playprm.results import OUTCOMES, Episode
 
 MAX_LISTED = 20  # skipped episodes or dropped samples named one by one in a card; the rest are counted
@@ -63,7 +64,7 @@ def split_table(train: Sequence[dict], validation: Sequence[dict]) -> str:
 def split_note(train: Sequence[dict], validation: Sequence[dict], *, seed: int, val_fraction: float) -> str:
     """One paragraph saying how the split was made and how many instances each side holds."""
     def instances(records):
-        return len({(r["meta"]["game"], r["meta"]["experiment"], str(r["meta"]["game_id"])) for r in records})
+        return len({instance_of(record) for record in records})
 
     return (
         f"Split by game instance (game, experiment, game_id) with seed {seed} and val-fraction {val_fraction}: "

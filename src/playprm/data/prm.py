@@ -29,7 +29,7 @@ from playprm.data.rollout_tree import (
     read_rollout_tree,
     sibling_pairs,
 )
-from playprm.data.split import validation_instances
+from playprm.data.split import split_by_instance
 from playprm.results import Episode, ResultsScan
 
 TREE_FILE = "turns.jsonl"
@@ -160,10 +160,10 @@ def build_prm_dataset(
             tree_pairs += found.pairs
             dataset.unfinished_nodes += found.unfinished_nodes
             dataset.unknown_leaves += found.unknown_leaves
-    held_out = validation_instances(map(instance_of, records), val_fraction=val_fraction, seed=seed)
-    dataset.train = [record for record in records if instance_of(record) not in held_out]
-    dataset.validation = [record for record in records if instance_of(record) in held_out]
+    dataset.train, dataset.validation = split_by_instance(records, instance_of, val_fraction=val_fraction,
+                                                          seed=seed)
     if labels in ("mc", "both"):
+        held_out = {instance_of(record) for record in dataset.validation}
         dataset.pairs = [_pair_record(*pair, held_out) for pair in tree_pairs]
     return dataset
 

@@ -73,6 +73,17 @@ def read_registry_file(path: Path) -> list[dict]:
     return data
 
 
+def write_registry_entry(directory: Path, entry: dict) -> Path:
+    """Add ``entry`` to ``directory/model_registry.json`` atomically, replacing an entry of the same
+    ``model_name`` and keeping the others; returns the file's path."""
+    from playprm import atomic
+
+    path = Path(directory) / REGISTRY_FILE
+    entries = read_registry_file(path) if path.exists() else []
+    entries = [other for other in entries if other.get("model_name") != entry["model_name"]]
+    return atomic.write_json(path, [*entries, entry])
+
+
 def registry_entries(cwd: Path | None = None) -> list[tuple[dict, str]]:
     """(entry, lookup source) pairs: the working directory's file first, then clemcore's packaged one."""
     cwd = Path.cwd() if cwd is None else cwd
