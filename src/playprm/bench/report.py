@@ -10,7 +10,7 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from playprm import atomic
+from playprm import atomic, tables
 
 BEGIN = "<!-- BEGIN playprm bench: generated, rewritten by `playprm bench` -->"
 END = "<!-- END playprm bench -->"
@@ -81,10 +81,8 @@ def median(values: list[float]) -> float:
 
 
 def markdown_table(header: list[str], rows: list[list]) -> list[str]:
-    """Lines of a markdown table."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
-    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
-    return lines
+    """Lines of a markdown table, every column left-aligned."""
+    return tables.markdown_table(header, rows, align="l" * len(header)).split("\n")
 
 
 def render_figure(figure: Figure) -> str:

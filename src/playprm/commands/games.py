@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from playprm.tables import text_table
+
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
@@ -23,14 +25,6 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def format_table(rows: list[list[str]]) -> str:
-    """Rows of cells as left-aligned columns separated by two spaces (the first row is the header)."""
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join(
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows
-    )
-
-
 def run(args) -> int:
     from playprm.games.registry import discover_games, write_game_registry
 
@@ -40,7 +34,7 @@ def run(args) -> int:
         rows.append(
             [entry.name, str(entry.players), entry.source, ",".join(entry.benchmarks) or "-", str(entry.path)]
         )
-    print(format_table(rows))
+    print(text_table(rows[0], rows[1:], align="l" * len(rows[0]), rule=False))
     if args.register:
         path = write_game_registry(Path.cwd())
         print(

@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from playprm import tables
 from playprm.data.records import instance_of
 from playprm.results import OUTCOMES, Episode
 
@@ -24,13 +25,8 @@ def front_matter(files: dict[str, str]) -> str:
 
 
 def markdown_table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
-    """A Markdown table; numbers are right-aligned."""
-    rows = [list(map(str, row)) for row in rows]
-    align = ["---:" if rows and all(row[i].lstrip("-").isdigit() for row in rows) else "---"
-             for i in range(len(header))]
-    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
+    """A card's Markdown table: columns of whole numbers right-aligned."""
+    return tables.markdown_table(header, list(rows), align="numbers")
 
 
 def outcome_table(episodes: Sequence[Episode]) -> str:

@@ -31,9 +31,10 @@ from playprm.report.clemscore import (
     table_from_episodes,
 )
 from playprm.report.episodes import EpisodeScores, load_episode_scores, validate_results_dirs
-from playprm.report.render import markdown_table, number, statscore_note, text_table, with_interval
+from playprm.report.render import number, statscore_note, with_interval
 from playprm.report.run_metadata import MODE_FIELDS, RUN_METADATA_FILE, is_env_lookahead, read_run_metadata
 from playprm.results import read_json
+from playprm.tables import markdown_table, text_table
 
 COST_FILE = "cost.json"
 # cost.json field -> comparison column

@@ -100,7 +100,8 @@ def run_episodes(results_dir, model: str | None = None) -> pd.DataFrame:
 
 def render_paired(differences: list[PairedDifference]) -> str:
     """A Markdown table of paired differences."""
-    from playprm.report.render import markdown_table, number
+    from playprm.report.render import number
+    from playprm.tables import markdown_table
 
     rows = [[d.a, d.b, number(d.difference), f"[{number(d.low)}, {number(d.high)}]", str(d.episodes),
              "yes" if d.excludes_zero else "no"] for d in differences]

@@ -19,6 +19,7 @@ from playprm.report.clemscore import (
     STATSCORE,
     game_names,
 )
+from playprm.tables import markdown_table, text_table
 
 METHOD_NOTE = (
     "95% CI: stratified percentile bootstrap — episodes resampled with replacement within each game "
@@ -43,27 +44,6 @@ def with_interval(point, low, high) -> str:
     if text and number(low) and number(high):
         text += f" [{number(low)}, {number(high)}]"
     return text
-
-
-def text_table(headers: list[str], rows: list[list[str]]) -> str:
-    """An aligned plain-text table: first column left-aligned, the others right-aligned."""
-    widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *rows, strict=True)]
-
-    def line(cells) -> str:
-        parts = [str(cells[0]).ljust(widths[0])] + [str(c).rjust(w) for c, w in zip(cells[1:], widths[1:], strict=True)]
-        return "  ".join(parts).rstrip()
-
-    rule = "  ".join("-" * width for width in widths)
-    return "\n".join([line(headers), rule, *(line(row) for row in rows)])
-
-
-def markdown_table(headers: list[str], rows: list[list[str]]) -> str:
-    """A GitHub-flavoured Markdown table, numbers right-aligned."""
-    def line(cells) -> str:
-        return "| " + " | ".join(str(cell).replace("|", "\\|") for cell in cells) + " |"
-
-    align = ["---"] + ["---:"] * (len(headers) - 1)
-    return "\n".join([line(headers), line(align), *(line(row) for row in rows)])
 
 
 def _cell(table: pd.DataFrame, model: str, column: str):

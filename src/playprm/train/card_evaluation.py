@@ -81,7 +81,8 @@ def read_report(path: Path) -> list[dict]:
 
 def render_evaluation(rows: list[dict], sources: list[str]) -> str:
     """The Evaluation section: honest decoding modes first, environment-lookahead runs apart."""
-    from playprm.report.render import markdown_table, number, with_interval
+    from playprm.report.render import number, with_interval
+    from playprm.tables import markdown_table
 
     headers = ["run", "mode", "N", "clemscore [95% CI]", "statscore [95% CI]", "% played", "quality", "episodes"]
 
