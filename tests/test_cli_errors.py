@@ -51,6 +51,22 @@ def test_eval_rejects_bad_input_before_loading(card_models, tmp_path, capsys, ex
     assert not results.exists()
 
 
+@pytest.mark.parametrize("policy_model", ["scripted:random-valid", "served"])
+def test_lf_beam_on_a_backend_without_prefixes_fails_in_validation(card_models, tmp_path, monkeypatch, capsys,
+                                                                    policy_model):
+    # an OpenAI-compatible entry that no server answers: the run must stop before anything is contacted
+    (tmp_path / "model_registry.json").write_text(json.dumps([{
+        "model_name": "served", "backend": "openai_compatible", "huggingface_id": "served-model",
+        "model_config": {"base_url": "http://127.0.0.1:9/v1"}}]))
+    monkeypatch.chdir(tmp_path)
+    code, err = run_cli(["eval", "--policy-model", policy_model, "--mode", "lf-beam", "--prm-path",
+                         str(card_models["prm"]), "--n-candidates", "2", "--beam-width", "1", "--game-all",
+                         "--results-dir", str(tmp_path / "r")], capsys)
+    assert code == 2 and "--mode lf-beam needs" in err and "hf" in err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert not (tmp_path / "r").exists()
+
+
 def test_missing_model_directory(tmp_path, capsys):
     code, err = run_cli(["eval", "--policy-model", str(tmp_path / "T" / "policy"), "--game-all",
                          "--results-dir", str(tmp_path / "r")], capsys)

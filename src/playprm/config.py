@@ -9,10 +9,10 @@ from pathlib import Path
 
 from playprm.errors import UsageError
 from playprm.search.base import AGGREGATES
+from playprm.search.modes import MODES as DECODING_MODES
+from playprm.search.modes import DecodingMode
 
-MODES = ("greedy", "best-of-n", "beam-search", "dvts", "lf-beam")
-GUIDED_MODES = ("best-of-n", "beam-search", "dvts", "lf-beam")
-LOOKAHEAD_MODES = ("beam-search", "dvts")  # they step the game with actions that are finally not played
+MODES = tuple(DECODING_MODES)
 # what ranks best-of-n candidates: the PRM; the policy's own mean token log-probability (the no-PRM baseline);
 # the programmatic expert's judgement of the player's context (an upper bound that sees no hidden game state)
 SCORERS = ("prm", "logprob", "expert")
@@ -59,23 +59,24 @@ class EvalConfig:
     def validate(self) -> EvalConfig:
         if self.mode not in MODES:
             raise UsageError(f"--mode {self.mode!r} is not one of {', '.join(MODES)}")
+        mode = self.decoding_mode
         if self.temperature is None:
-            self.temperature = 0.0 if self.mode == "greedy" else 0.7
+            self.temperature = 0.7 if mode.guided else 0.0
         if self.temperature < 0:
             raise UsageError(f"--temperature {self.temperature} is negative; use 0 for greedy or a value > 0")
         if self.scorer not in SCORERS:
             raise UsageError(f"--scorer {self.scorer!r} is not one of {', '.join(SCORERS)}")
         if self.scorer != "prm" and self.mode != "best-of-n":
             raise UsageError(f"--scorer {self.scorer} ranks best-of-n candidates; use it with --mode best-of-n")
-        if self.mode in GUIDED_MODES and self.prm_path is None and self.scorer == "prm":
+        if mode.guided and self.prm_path is None and self.scorer == "prm":
             raise UsageError(f"--mode {self.mode} needs a PRM: add --prm-path DIR (from train-prm or make-tiny)")
-        if self.mode in GUIDED_MODES and self.temperature == 0:
+        if mode.guided and self.temperature == 0:
             raise UsageError(f"--mode {self.mode} with --temperature 0 yields N identical candidates; use e.g. 0.7")
         if self.n_candidates < 1:
             raise UsageError(f"--n-candidates {self.n_candidates} must be at least 1")
-        if self.mode in (*LOOKAHEAD_MODES, "lf-beam") and self.beam_width < 1:
+        if mode.beam and self.beam_width < 1:
             raise UsageError(f"--beam-width {self.beam_width} must be at least 1")
-        if self.mode in (*LOOKAHEAD_MODES, "lf-beam") and self.beam_width > self.n_candidates:
+        if mode.beam and self.beam_width > self.n_candidates:
             raise UsageError(f"--beam-width {self.beam_width} is larger than --n-candidates {self.n_candidates}; "
                              f"a beam cannot keep more trajectories than it expands")
         if self.num_beam_iterations < 1:
@@ -99,38 +100,48 @@ class EvalConfig:
             read_prm_config(self.prm_path)
         return self
 
+    def validate_backend(self, backend: str, policy_name: str) -> None:
+        """UsageError when the mode needs what the policy's backend cannot do (checked before it loads)."""
+        mode = self.decoding_mode
+        if mode.backends is not None and backend not in mode.backends:
+            raise UsageError(f"--mode {self.mode} needs {mode.needs}, which only the {', '.join(mode.backends)} "
+                             f"backend offers; {policy_name} runs on the {backend} backend")
+
+    @property
+    def decoding_mode(self) -> DecodingMode:
+        return DECODING_MODES[self.mode]
+
     @property
     def env_lookahead(self) -> bool:
-        return self.mode in LOOKAHEAD_MODES
+        return self.decoding_mode.env_lookahead
 
     def decoding(self) -> dict:
         """The decoding settings that change this run's numbers (its fingerprint), after ``validate()``;
         those the mode does not read are left out (``--batch-size`` and ``--shard`` never change a number)."""
+        mode = self.decoding_mode
         fields = {"mode": self.mode, "env_lookahead": self.env_lookahead, "temperature": float(self.temperature),
-                  "max_tokens": self.max_tokens, "n_candidates": self.n_candidates if self.mode != "greedy" else 1}
+                  "max_tokens": self.max_tokens, "n_candidates": self.n_candidates if mode.guided else 1}
         if self.temperature > 0:
             fields["seed"] = self.seed
-        if self.mode != "greedy":
+        if mode.guided:
             fields["guide_roles"] = sorted(r.lower() for r in self.guide_roles) if self.guide_roles else None
         if self.scorer != "prm":
             fields["scorer"] = self.scorer
-        if self.mode in (*LOOKAHEAD_MODES, "lf-beam"):
+        if mode.beam:
             fields.update(beam_width=self.beam_width, num_beam_iterations=self.num_beam_iterations)
-        if self.mode in LOOKAHEAD_MODES:
+        if mode.reads_aggregate:
             fields["aggregate"] = self.aggregate
         return fields
 
     def mode_tag(self) -> str:
         """Folder-name suffix that keeps every mode's results apart (clemcore's eval shows one row each)."""
+        mode = self.decoding_mode
         tag = f"t{float(self.temperature)}"
-        if self.mode == "best-of-n":
-            tag += f"-bon{self.n_candidates}" + ("" if self.scorer == "prm" else f"-{self.scorer}")
-        elif self.mode == "beam-search":
-            tag += f"-beam{self.beam_width}x{self.n_candidates}-{self.aggregate}"
-        elif self.mode == "lf-beam":
-            tag += f"-lfbeam{self.beam_width}x{self.n_candidates}"
-        elif self.mode == "dvts":
-            tag += f"-dvts{self.n_candidates}w{self.beam_width}-{self.aggregate}"
-        if self.guide_roles and self.mode != "greedy":
+        if mode.tag:
+            tag += "-" + mode.tag.format(n_candidates=self.n_candidates, beam_width=self.beam_width,
+                                         aggregate=self.aggregate)
+        if self.scorer != "prm":  # validate() allows other scorers with best-of-n only
+            tag += f"-{self.scorer}"
+        if self.guide_roles and mode.guided:
             tag += "-guide_" + "_".join(sorted(r.lower() for r in self.guide_roles))
         return tag

@@ -7,10 +7,9 @@ from pathlib import Path
 
 from playprm.config import EvalConfig
 from playprm.errors import UsageError
-from playprm.search import beam_search, best_of_n, dvts, greedy, lookahead_free_beam
+from playprm.search import greedy
 from playprm.search.base import SearchSettings
-
-SEARCHES = {"beam-search": beam_search.search, "dvts": dvts.search}
+from playprm.search.modes import MODES
 
 
 def prepare_games(games: list[str], game_all: bool, games_dir: Path | None, limit: int | None):
@@ -31,14 +30,15 @@ def guide_filter(guide_roles: list[str] | None):
 
 
 def turn_player(mode: str, policy, scorer, settings: SearchSettings, is_guided, temperature: float):
-    """``choose_turns(episodes)``: one batched call for the pending turns of all episodes in flight."""
+    """``choose_turns(episodes)`` of a per-turn ``mode``: one batched call for the pending turns of all episodes
+    in flight; guided turns go to the mode's strategy, the others are plain samples at ``temperature``."""
+    strategy = MODES[mode].strategy() if MODES[mode].guided else None
 
     def choose_turns(episodes):
         pending = [e for e in episodes if not e.done]
-        guided = [e for e in pending if mode != "greedy" and is_guided(e.pending)]
-        plain = [e for e in pending if not (mode != "greedy" and is_guided(e.pending))]
+        guided = [e for e in pending if strategy is not None and is_guided(e.pending)]
+        plain = [e for e in pending if not (strategy is not None and is_guided(e.pending))]
         if guided:
-            strategy = lookahead_free_beam if mode == "lf-beam" else best_of_n
             choices = strategy.choose([e.pending.context for e in guided], policy, scorer, settings)
             for e, c in zip(guided, choices):
                 e.turn_scores.append(c.scores[c.chosen])
@@ -63,6 +63,7 @@ def run_eval(cfg: EvalConfig, *, policy=None, scorer=None, progress: bool = True
     cfg.validate()
     entries, instances = prepare_games(cfg.games, cfg.game_all, cfg.games_dir, cfg.limit)
     spec = policy.spec if policy is not None else resolve_policy(cfg.policy_model)
+    cfg.validate_backend(spec.backend, spec.name)
     name = f"{spec.name}-{cfg.mode_tag()}"
     run_dir = cfg.results_dir / runner.pair_folder(name)
     prm_path = str(Path(cfg.prm_path).resolve()) if cfg.prm_path else None
@@ -78,7 +79,7 @@ def run_eval(cfg: EvalConfig, *, policy=None, scorer=None, progress: bool = True
                 from playprm.search.scorers import SCORER_CLASSES
 
                 scorer = SCORER_CLASSES[cfg.scorer]()
-            if scorer is None and cfg.mode != "greedy":
+            if scorer is None and cfg.decoding_mode.guided:
                 from playprm.prm.scorer import PRMScorer
 
                 scorer = PRMScorer.from_path(cfg.prm_path, load_in_4bit=spec.load_in_4bit)
@@ -89,8 +90,8 @@ def run_eval(cfg: EvalConfig, *, policy=None, scorer=None, progress: bool = True
             gen_args = {"temperature": cfg.temperature, "max_tokens": cfg.max_tokens}
             runner.write_run_metadata(run_dir, policy_name=name, gen_args=gen_args, games=[e.name for e in entries],
                                       fingerprint=fingerprint, extra={
-                "mode": cfg.mode, "env_lookahead": cfg.env_lookahead, "n_candidates": cfg.n_candidates
-                if cfg.mode != "greedy" else 1, "beam_width": cfg.beam_width, "aggregate": cfg.aggregate,
+                "mode": cfg.mode, "env_lookahead": cfg.env_lookahead,
+                "n_candidates": cfg.n_candidates if cfg.decoding_mode.guided else 1, "beam_width": cfg.beam_width, "aggregate": cfg.aggregate,
                 "temperature": cfg.temperature, "max_tokens": cfg.max_tokens,
                 "num_beam_iterations": cfg.num_beam_iterations, "seed": cfg.seed, "guide_roles": cfg.guide_roles,
                 "shard": list(cfg.shard) if cfg.shard else None, "policy": spec.describe(), "prm_path": prm_path,
@@ -98,14 +99,18 @@ def run_eval(cfg: EvalConfig, *, policy=None, scorer=None, progress: bool = True
             })
             runner.write_experiment_files([t for t in tasks if t.benchmark is not None], name, gen_args)
             is_guided = guide_filter(cfg.guide_roles)
-            search = SEARCHES.get(cfg.mode)
+            choose_turns, search_episodes = None, None
+            if cfg.decoding_mode.per_episode:
+                search = cfg.decoding_mode.strategy().search
+
+                def search_episodes(roots):
+                    return search(roots, policy, scorer, settings, is_guided=is_guided, mode=cfg.mode)
+            else:
+                choose_turns = turn_player(cfg.mode, policy, scorer, settings, is_guided, cfg.temperature)
             summary = runner.play(
                 tasks, policy_name=name, run_dir=run_dir, gen_args=gen_args, batch_size=cfg.batch_size,
-                retry_errors=cfg.retry_errors, broken=broken, progress=progress,
-                choose_turns=turn_player(cfg.mode, policy, scorer, settings, is_guided, cfg.temperature),
-                search_episodes=None if search is None else
-                (lambda roots: search(roots, policy, scorer, settings, is_guided=is_guided, mode=cfg.mode)),
-            )
+                retry_errors=cfg.retry_errors, broken=broken, progress=progress, choose_turns=choose_turns,
+                search_episodes=search_episodes)
     finally:
         for benchmark in benchmarks.values():
             benchmark.close()

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from playprm.config import MODES, SCORERS, EvalConfig, parse_shard
 from playprm.search.base import AGGREGATES
+from playprm.search.modes import mode_help
 
 
 def add_game_arguments(parser) -> None:
@@ -17,10 +18,10 @@ def add_game_arguments(parser) -> None:
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("eval", help="play games with a policy (greedy, best-of-n, beam-search, dvts)")
+    parser = subparsers.add_parser("eval", help=f"play games with a policy ({', '.join(MODES)})")
     parser.add_argument("--policy-model", required=True,
                         help="model name from model_registry.json (cwd, then clemcore's) or a local HF model dir")
-    parser.add_argument("--mode", choices=MODES, default="greedy")
+    parser.add_argument("--mode", choices=MODES, default="greedy", help=mode_help())
     parser.add_argument("--prm-path", type=Path, help="PRM folder (train-prm or make-tiny output)")
     add_game_arguments(parser)
     parser.add_argument("--results-dir", type=Path, default=Path("results"))

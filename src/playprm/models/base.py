@@ -52,7 +52,15 @@ class Policy(Protocol):
                  max_tokens: int = 256, seed: int | None = None,
                  prefixes: list[str] | None = None) -> list[list[Candidate]]: ...
     # ``prefixes`` (optional, transformers backend): continue each context's reply from this text; the
-    # candidates then hold only the continuation.
+    # candidates then hold only the continuation. Backends that cannot refuse them with ``refuse_prefixes``.
+
+
+def refuse_prefixes(prefixes: list[str] | None, backend: str) -> None:
+    """Raise for ``prefixes`` on a backend that cannot continue a partial reply (``EvalConfig.validate_backend``
+    stops such runs before a model loads; this guards direct callers)."""
+    if prefixes is not None:
+        raise NotImplementedError(f"the {backend} backend cannot continue a partial reply (prefixes); "
+                                  "use the transformers backend (hf)")
 
 
 def printable(text: str) -> str:

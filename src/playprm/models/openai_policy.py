@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from playprm.chat import clemcore_messages
 from playprm.errors import UsageError
 from playprm.models import replies
-from playprm.models.base import Candidate, PolicySpec
+from playprm.models.base import Candidate, PolicySpec, refuse_prefixes
 from playprm.redact import redact, remember_secret
 
 logger = logging.getLogger(__name__)
@@ -119,7 +119,9 @@ class OpenAIPolicy:
         return out
 
     def generate(self, contexts: list[list[dict]], *, n: int = 1, temperature: float = 0.0,
-                 max_tokens: int = 256, seed: int | None = None) -> list[list[Candidate]]:
+                 max_tokens: int = 256, seed: int | None = None,
+                 prefixes: list[str] | None = None) -> list[list[Candidate]]:
+        refuse_prefixes(prefixes, "OpenAI-compatible")
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
             futures = [pool.submit(self._one, clemcore_messages(c), n, temperature, max_tokens, seed) for c in contexts]
             return replies.finish([f.result() for f in futures], replies.openai_compatible)  # as clemcore's backend

@@ -12,7 +12,7 @@ import random
 import re
 from functools import lru_cache
 
-from playprm.models.base import Candidate, PolicySpec
+from playprm.models.base import Candidate, PolicySpec, refuse_prefixes
 from playprm.prm.scorer import ScoreStats
 
 
@@ -64,7 +64,8 @@ class RandomValidPolicy:
     def __init__(self, name: str = "random-valid"):
         self.spec = PolicySpec(name=name, backend="scripted", model_id="scripted:random-valid")
 
-    def generate(self, contexts, *, n=1, temperature=0.0, max_tokens=256, seed=None):
+    def generate(self, contexts, *, n=1, temperature=0.0, max_tokens=256, seed=None, prefixes=None):
+        refuse_prefixes(prefixes, "scripted")
         rng = random.Random(seed)
         out = []
         for context in contexts:

@@ -15,7 +15,7 @@ from pathlib import Path
 from playprm import chat
 from playprm.errors import UsageError
 from playprm.models import replies
-from playprm.models.base import Candidate, PolicySpec
+from playprm.models.base import Candidate, PolicySpec, refuse_prefixes
 
 
 def require_vllm():
@@ -61,7 +61,9 @@ class VLLMPolicy:
             self.lora = LoRARequest("policy", 1, vllm_adapter(spec))
 
     def generate(self, contexts: list[list[dict]], *, n: int = 1, temperature: float = 0.0,
-                 max_tokens: int = 256, seed: int | None = None) -> list[list[Candidate]]:
+                 max_tokens: int = 256, seed: int | None = None,
+                 prefixes: list[str] | None = None) -> list[list[Candidate]]:
+        refuse_prefixes(prefixes, "vLLM")
         from vllm import SamplingParams
 
         prompts = [{"prompt_token_ids": chat.prompt_ids(self.tokenizer, c, self.spec.chat_template_kwargs)}
