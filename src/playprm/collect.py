@@ -21,7 +21,7 @@ from pathlib import Path
 from playprm import atomic, runner
 from playprm.episode import Episode
 from playprm.models.base import clean_candidates
-from playprm.search.base import SearchSettings
+from playprm.search.base import SeedStream
 from playprm.staging import clean_staging
 
 TREES_DIR = ".trees"  # per-tree records; turns.jsonl is rebuilt from them
@@ -87,7 +87,7 @@ def collect(tasks, *, policy, policy_name: str, run_dir: Path, settings: Collect
     clean_staging(run_dir, locked=True)
     todo = [t for t in tasks if not _tree_file(run_dir, t).exists()]
     summary.skipped = len(tasks) - len(todo)
-    search = SearchSettings(temperature=settings.temperature, max_tokens=settings.max_tokens, seed=settings.seed)
+    seeds = SeedStream(settings.seed)
     bar = tqdm(total=len(tasks), initial=summary.skipped, desc="rollout trees", disable=not progress,
                file=sys.stderr, dynamic_ncols=True)
     for start in range(0, len(todo), settings.batch_size):
@@ -111,7 +111,7 @@ def collect(tasks, *, policy, policy_name: str, run_dir: Path, settings: Collect
                 try:
                     outputs = clean_candidates(policy.generate(
                         [e.pending.context for _, e in members], n=n, temperature=settings.temperature,
-                        max_tokens=settings.max_tokens, seed=search.next_seed()))
+                        max_tokens=settings.max_tokens, seed=seeds.next()))
                 except Exception as error:  # a backend fault fails these trajectories, not the run
                     for tree, episode in members:
                         episode.fail(error, stage="policy")

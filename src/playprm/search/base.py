@@ -7,9 +7,23 @@ from dataclasses import dataclass, field
 from playprm.models.base import Candidate
 
 
-@dataclass
+class SeedStream:
+    """Fresh, reproducible seeds for the successive policy calls of one run (``seed * 1_000_003 + k`` for the
+    k-th call), shared by every copy of the settings that a strategy derives."""
+
+    def __init__(self, seed: int):
+        self.seed = seed
+        self.calls = 0
+
+    def next(self) -> int:
+        self.calls += 1
+        return self.seed * 1_000_003 + self.calls
+
+
+@dataclass(frozen=True)
 class SearchSettings:
-    """Decoding knobs shared by all strategies (validated in ``playprm.config``)."""
+    """Decoding knobs shared by all strategies (validated in ``playprm.config``); fixed for a run, except the
+    seed stream they carry. ``dataclasses.replace`` keeps that stream, so derived settings draw fresh seeds."""
 
     n_candidates: int = 4
     temperature: float = 0.7
@@ -18,12 +32,15 @@ class SearchSettings:
     num_beam_iterations: int = 20
     aggregate: str = "last"  # how turn scores combine along a trajectory: last | min | mean | prod
     seed: int = 0
-    _calls: int = field(default=0, repr=False)
+    seeds: SeedStream | None = field(default=None, repr=False, compare=False)  # None: a new stream from seed
+
+    def __post_init__(self):
+        if self.seeds is None:
+            object.__setattr__(self, "seeds", SeedStream(self.seed))
 
     def next_seed(self) -> int:
         """A fresh, reproducible seed for each policy call."""
-        self._calls += 1
-        return self.seed * 1_000_003 + self._calls
+        return self.seeds.next()
 
 
 @dataclass

@@ -9,17 +9,14 @@ Like beam search it steps copies of the game for unplayed actions: ``env_lookahe
 from __future__ import annotations
 
 from playprm.episode import Episode
-from playprm.search.base import SearchSettings, aggregate
-from playprm.search.beam_search import expand, settle
+from playprm.search.base import SearchSettings
+from playprm.search.tree import expand, settle, trajectory_value
 
 
 def search(roots: list[Episode], policy, scorer, settings: SearchSettings, *, is_guided,
            mode: str = "dvts") -> list[Episode]:
     """Per root episode, the best of its independent subtrees."""
-
-    def value(episode: Episode) -> float:
-        return aggregate(episode.turn_scores, settings.aggregate)
-
+    value = trajectory_value(settings)
     subtrees = max(1, settings.n_candidates // settings.beam_width)
     trees: list[list[Episode]] = [[root] + [root.fork() for _ in range(subtrees - 1)] for root in roots]
     spent = [[0, 0] for _ in roots]
