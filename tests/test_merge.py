@@ -13,7 +13,7 @@ from test_report import episode_scores, synthetic_results, write_episode
 from playprm.cli import main
 from playprm.errors import UsageError
 from playprm.report.clemscore import compute_table
-from playprm.report.shards import merge_shards
+from playprm.results.merge import merge_shards
 
 MODEL = "policy-t0.0--policy-t0.0"
 

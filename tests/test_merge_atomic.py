@@ -12,9 +12,9 @@ from test_report import episode_scores, write_episode
 from test_run_lock import dead_pid
 
 from playprm.cli import main
-from playprm.report import shards as shards_module
 from playprm.report.clemscore import compute_table
-from playprm.report.shards import merge_shards
+from playprm.results import merge as shards_module
+from playprm.results.merge import merge_shards
 
 MODEL = "policy-t0.0--policy-t0.0"
 FILES_PER_EPISODE = 4

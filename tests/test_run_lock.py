@@ -16,7 +16,7 @@ from playprm import atomic
 from playprm.cli import main
 from playprm.config import EvalConfig
 from playprm.play import run_eval
-from playprm.staging import clean_staging
+from playprm.results.staging import clean_staging
 
 RUN = "random-valid-t0.0--random-valid-t0.0"
 HOLDER = """

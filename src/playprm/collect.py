@@ -21,10 +21,9 @@ from pathlib import Path
 from playprm import atomic, runner
 from playprm.episode import Episode
 from playprm.models.base import clean_candidates
+from playprm.results.layout import TREES_DIR, TURNS_FILE
+from playprm.results.staging import clean_staging
 from playprm.search.base import SeedStream
-from playprm.staging import clean_staging
-
-TREES_DIR = ".trees"  # per-tree records; turns.jsonl is rebuilt from them
 
 
 @dataclass
@@ -162,10 +161,5 @@ def write_turns(run_dir: Path) -> Path:
     lines = []
     for path in sorted((run_dir / TREES_DIR).rglob("*.jsonl")):
         lines += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return atomic.write_jsonl(run_dir / "turns.jsonl", lines)
+    return atomic.write_jsonl(run_dir / TURNS_FILE, lines)
 
-
-def episode_folder(instance: dict, sample: int) -> str:
-    """clemcore's episode layout for repeated samples: one folder prefix per (instance, sample)."""
-    return f"episode_{instance['game_id']:05d}_s{sample:02d}" if isinstance(instance.get("game_id"), int) \
-        else f"episode_{instance.get('game_id')}_s{sample:02d}"

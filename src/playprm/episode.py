@@ -30,12 +30,19 @@ from clemcore.clemgame.recorder import EventCallRecorder, GameInteractionsRecord
 from playprm import atomic
 from playprm.models.base import printable
 from playprm.redact import redact
-from playprm.staging import publish, staging_folder
+from playprm.results.layout import (
+    CANDIDATES_FILE,
+    COMPLETED_FILE,
+    COST_FILE,
+    ERROR_FILE,
+    INSTANCE_FILE,
+    INTERACTIONS_FILE,
+    SCORES_FILE,
+    requests_file,
+)
+from playprm.results.staging import publish, staging_folder
 
 logger = logging.getLogger(__name__)
-# what a finished episode folder holds (requests files only for players that spoke); anything less is unfinished
-PLAYED_FILES = ("instance.json", "interactions.json", "scores.json", "completed.json", "cost.json", "candidates.jsonl")
-ERRORED_FILES = ("instance.json", "error.json", "cost.json", "candidates.jsonl")
 
 class PolicyModel(Model):
     """Stands in for the policy inside clemcore's game master: it only carries a name.
@@ -235,28 +242,28 @@ class Episode:
         if staging.exists():
             shutil.rmtree(staging)
         staging.mkdir(parents=True)
-        atomic.write_json(staging / "instance.json", self.task.instance)
+        atomic.write_json(staging / INSTANCE_FILE, self.task.instance)
         wall = time.perf_counter() - self.started
         cost = {"generated_tokens": self.generated_tokens, "prm_tokens": self.prm_tokens,
                 "wall_seconds": round(wall, 4), "policy_turns": self.policy_calls}
         if self.error is None and self.recorders.interactions is not None:
-            atomic.write_json(staging / "interactions.json", self.recorders.interactions.interactions)
+            atomic.write_json(staging / INTERACTIONS_FILE, self.recorders.interactions.interactions)
             for name, recorder in self.recorders.requests.items():
                 if len(recorder) > 0:
-                    atomic.write_json(staging / f"{'_'.join(name.lower().split())}.requests.json", recorder.requests)
+                    atomic.write_json(staging / requests_file(name), recorder.requests)
             try:
                 scorer = self.task.benchmark.create_game_scorer(self.task.experiment, self.task.instance)
                 scorer.compute_scores(self.recorders.interactions.interactions)
-                atomic.write_json(staging / "scores.json", scorer.scores)
+                atomic.write_json(staging / SCORES_FILE, scorer.scores)
             except Exception as error:
                 self.fail(error, stage="scoring")
         if self.error is None:
-            atomic.write_json(staging / "completed.json", {"timestamp": datetime.now().isoformat()})
+            atomic.write_json(staging / COMPLETED_FILE, {"timestamp": datetime.now().isoformat()})
         else:
-            atomic.write_json(staging / "error.json", self.error)
-            (staging / "interactions.json").unlink(missing_ok=True)
-        atomic.write_json(staging / "cost.json", cost)
-        atomic.write_text(staging / "candidates.jsonl",
+            atomic.write_json(staging / ERROR_FILE, self.error)
+            (staging / INTERACTIONS_FILE).unlink(missing_ok=True)
+        atomic.write_json(staging / COST_FILE, cost)
+        atomic.write_text(staging / CANDIDATES_FILE,
                           "".join(_json_line(row) for row in self.candidates))
         for name, content in (extra_files or {}).items():
             atomic.write_json(staging / name, content)
@@ -268,8 +275,3 @@ def _json_line(row: dict) -> str:
 
     return json.dumps(row, ensure_ascii=False) + "\n"
 
-
-def is_finished(episode_dir: Path) -> bool:
-    """Resume marker: every file of a played (or errored) episode is there."""
-    names = ERRORED_FILES if (episode_dir / "error.json").is_file() else PLAYED_FILES
-    return all((episode_dir / name).is_file() for name in names)

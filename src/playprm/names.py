@@ -50,8 +50,3 @@ def check_inside(path: Path, root: Path) -> Path:
         raise UsageError(f"{path} lies outside {root}; refusing to write or remove it")
     return path
 
-
-def instance_folder(game_id: object) -> str:
-    """clemcore 3.7.2's episode folder name for a game instance: ``instance_00007`` (or ``instance_<id>``)."""
-    return f"instance_{game_id:05d}" if isinstance(game_id, int) and not isinstance(game_id, bool) \
-        else f"instance_{game_id}"

@@ -20,10 +20,18 @@ from datetime import datetime
 from pathlib import Path
 
 from playprm import __version__, atomic, run_lock
-from playprm.episode import Episode, EpisodeTask, is_finished
-from playprm.names import check_component, check_inside, instance_folder
-from playprm.report.run_metadata import FINGERPRINT, RUN_METADATA_FILE, claim_fingerprint
-from playprm.staging import clean_staging
+from playprm.episode import Episode, EpisodeTask
+from playprm.names import check_component, check_inside
+from playprm.report.run_metadata import FINGERPRINT, claim_fingerprint
+from playprm.results.layout import (
+    ERROR_FILE,
+    EXPERIMENT_FILE,
+    RUN_FILE,
+    RUN_METADATA_FILE,
+    instance_folder,
+    is_finished,
+)
+from playprm.results.staging import clean_staging
 
 logger = logging.getLogger(__name__)
 
@@ -108,7 +116,7 @@ def write_run_metadata(run_dir: Path, *, policy_name: str, gen_args: dict, games
     run's fingerprint (from ``claim``)."""
     from clemcore import get_version
 
-    run_file = run_dir / "run.json"
+    run_file = run_dir / RUN_FILE
     if not run_file.exists():
         infos = {str(i): {"model_spec": {"model_name": policy_name, "backend": "playprm"}, "gen_args": gen_args}
                  for i in range(2)}
@@ -120,7 +128,7 @@ def write_run_metadata(run_dir: Path, *, policy_name: str, gen_args: dict, games
 def write_experiment_files(tasks: list[EpisodeTask], policy_name: str, gen_args: dict) -> None:
     seen = set()
     for task in tasks:
-        path = task.episode_dir.parent / "experiment.json"
+        path = task.episode_dir.parent / EXPERIMENT_FILE
         if path in seen or path.exists():
             continue
         seen.add(path)
@@ -149,7 +157,7 @@ def play(tasks: list[EpisodeTask], *, policy_name: str, run_dir: Path, gen_args:
     clean_staging(run_dir, locked=True)
     todo = deque()
     for task in tasks:
-        if is_finished(task.episode_dir) and not (retry_errors and (task.episode_dir / "error.json").exists()):
+        if is_finished(task.episode_dir) and not (retry_errors and (task.episode_dir / ERROR_FILE).exists()):
             summary.skipped += 1
         else:
             todo.append(task)

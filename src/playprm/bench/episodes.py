@@ -17,6 +17,7 @@ from pathlib import Path
 from playprm.bench import workload
 from playprm.bench.report import Figure, Goal, ratio, seconds
 from playprm.bench.timing import alternate, usable_cpus
+from playprm.results.layout import COST_FILE, INTERACTIONS_FILE, result_files
 
 CLEM_MODEL = "bench-tiny-hf"
 
@@ -24,7 +25,7 @@ CLEM_MODEL = "bench-tiny-hf"
 def first_replies(run_root: Path) -> dict[str, str]:
     """``game/experiment/instance`` -> the first policy reply recorded in each episode's interactions.json."""
     replies = {}
-    for path in sorted(Path(run_root).rglob("interactions.json")):
+    for path in result_files(Path(run_root), INTERACTIONS_FILE):
         turns = json.loads(path.read_text(encoding="utf-8")).get("turns", [])
         for event in itertools.chain.from_iterable(turns):
             if event.get("from", "").startswith("Player") and event.get("to") == "GM":
@@ -37,7 +38,7 @@ def first_replies(run_root: Path) -> dict[str, str]:
 def run_costs(run_dir: Path) -> dict:
     """Sums over the episodes' cost.json files: policy turns, generated and PRM tokens."""
     totals = {"episodes": 0, "policy_turns": 0, "generated_tokens": 0, "prm_tokens": 0}
-    for path in Path(run_dir).rglob("cost.json"):
+    for path in result_files(Path(run_dir), COST_FILE):
         cost = json.loads(path.read_text(encoding="utf-8"))
         totals["episodes"] += 1
         for key in ("policy_turns", "generated_tokens", "prm_tokens"):

@@ -20,6 +20,7 @@ from playprm import chat
 from playprm.models.base import Candidate
 from playprm.models.registry import REGISTRY_FILE, write_registry_entry
 from playprm.models.tiny import TinySize
+from playprm.results.layout import instance_folder
 
 GAMES = ["wordle", "taboo", "referencegame"]
 SMALL = TinySize(layers=4, hidden=256, heads=4, kv_heads=2)  # `make-tiny --layers 4 --hidden 256 --heads 4`
@@ -73,7 +74,7 @@ def episode_tasks(run_dir: Path, limit: int, games: list[str] | None = None, sam
 
     entries, instances = prepare_games(games or GAMES, False, None, limit)
     benchmarks, _ = runner.load_benchmarks(entries)
-    folder = (lambda instance, sample: f"instance_{instance['game_id']:05d}_{sample}") if samples > 1 else None
+    folder = (lambda instance, sample: f"{instance_folder(instance['game_id'])}_{sample}") if samples > 1 else None
     return runner.plan(entries, instances, benchmarks, run_dir, samples=samples, folder=folder), benchmarks
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from playprm.commands.eval import add_game_arguments
 from playprm.errors import UsageError
+from playprm.results.layout import TURNS_FILE
 
 
 def register(subparsers) -> None:
@@ -35,7 +36,7 @@ def run(args) -> int:
     )
     run_dir, summary = run_collect(args.policy_model, args.games, args.game_all, args.games_dir, args.limit,
                                    args.results_dir, settings)
-    print(f"rollouts: {run_dir}\nturns:    {run_dir / 'turns.jsonl'}")
+    print(f"rollouts: {run_dir}\nturns:    {run_dir / TURNS_FILE}")
     for line in summary.lines():
         print(line)
     return 1 if summary.all_errored else 0
@@ -61,11 +62,12 @@ def validate(settings, limit) -> None:
 def run_collect(policy_model: str, games, game_all, games_dir, limit, results_dir: Path, settings, *,
                 policy=None, progress: bool = True):
     from playprm import runner
-    from playprm.collect import collect, episode_folder
+    from playprm.collect import collect
     from playprm.models import load_policy
     from playprm.models.registry import resolve_policy
     from playprm.play import prepare_games
     from playprm.report.run_metadata import instance_digests, policy_fingerprint
+    from playprm.results.layout import sample_folder
 
     validate(settings, limit)
     if not games and not game_all:
@@ -78,7 +80,7 @@ def run_collect(policy_model: str, games, game_all, games_dir, limit, results_di
     benchmarks, broken = runner.load_benchmarks(entries)
     try:
         tasks = runner.plan(entries, instances, benchmarks, run_dir, samples=settings.samples_per_instance,
-                            folder=episode_folder)
+                            folder=sample_folder)
         tasks = [t for t in tasks if t.benchmark is not None]
         with runner.claim(run_dir, fingerprint) as fingerprint:
             policy = policy or load_policy(spec)

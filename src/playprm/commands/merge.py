@@ -21,7 +21,7 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from playprm.report.shards import merge_shards
+    from playprm.results.merge import merge_shards
 
     summary = merge_shards(args.results_dir, args.out)
     print(summary.line(args.out))

@@ -16,8 +16,10 @@ def register(subparsers) -> None:
 def run(args) -> int:
     if not args.results_dir.is_dir():
         raise UsageError(f"--results-dir {args.results_dir} is not a directory")
-    if not any(args.results_dir.rglob("interactions.json")):
-        raise UsageError(f"no interactions.json under {args.results_dir}; run playprm eval first")
+    from playprm.results.layout import INTERACTIONS_FILE, result_files
+
+    if not result_files(args.results_dir, INTERACTIONS_FILE):
+        raise UsageError(f"no {INTERACTIONS_FILE} under {args.results_dir}; run playprm eval first")
     from playprm.report.transcribe import transcribe
 
     pages = transcribe(args.results_dir)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from playprm import tables
 from playprm.data.records import instance_of
-from playprm.results import OUTCOMES, Episode
+from playprm.results import OUTCOMES, EpisodeRecord
 
 MAX_LISTED = 20  # skipped episodes or dropped samples named one by one in a card; the rest are counted
 
@@ -29,7 +29,7 @@ def markdown_table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> s
     return tables.markdown_table(header, list(rows), align="numbers")
 
 
-def outcome_table(episodes: Sequence[Episode]) -> str:
+def outcome_table(episodes: Sequence[EpisodeRecord]) -> str:
     """Episodes seen per game and outcome ("unknown": unscored or ended with error.json), with a total."""
     return outcome_counts_table([(episode.game, episode.outcome) for episode in episodes], OUTCOMES, "episodes")
 

@@ -30,9 +30,8 @@ from playprm.data.rollout_tree import (
     sibling_pairs,
 )
 from playprm.data.split import split_by_instance
-from playprm.results import Episode, ResultsScan
-
-TREE_FILE = "turns.jsonl"
+from playprm.results import EpisodeRecord, ResultsScan
+from playprm.results.layout import TURNS_FILE
 
 
 @dataclass
@@ -50,7 +49,7 @@ class PrmDataset:
     replies_without_context: int = 0
 
 
-def outcome_records(episodes: Sequence[Episode], *, lose_label: float = 0.0,
+def outcome_records(episodes: Sequence[EpisodeRecord], *, lose_label: float = 0.0,
                     abort_label: float = 0.0) -> tuple[list[dict], int]:
     """``(records, replies_without_context)``: an outcome-labelled record per LLM turn of every episode
     with a known outcome, and how many replies had no context to score them in (left out)."""
@@ -78,7 +77,7 @@ def find_rollout_trees(results_dirs: Sequence[Path]) -> list[Path]:
     below (a results root)."""
     found: dict[Path, Path] = {}
     for results_dir in results_dirs:
-        for path in [Path(results_dir) / TREE_FILE, *sorted(Path(results_dir).glob(f"*/{TREE_FILE}"))]:
+        for path in [Path(results_dir) / TURNS_FILE, *sorted(Path(results_dir).glob(f"*/{TURNS_FILE}"))]:
             if path.is_file():
                 found.setdefault(path.resolve(), path)
     return list(found.values())
@@ -128,7 +127,7 @@ def tree_records(tree: Path, scan: ResultsScan, skipped: list[tuple[str, str]]) 
             "episode": episode_name(node.leaf_episode), "player": node.player, "game_role": node.game_role,
             "model": models.get((node.game, node.experiment, str(node.game_id), node.player)),
             "outcome": leaf_outcome(node) if node.leaf_episode else None, "model_folder": model_dir.name,
-            "game_id_source": TREE_FILE, "turn": node.turn, "turn_id": node.turn_id,
+            "game_id_source": TURNS_FILE, "turn": node.turn, "turn_id": node.turn_id,
             "parent_id": node.parent_id, "sample": node.sample,
         }
         label = labels.get(node.turn_id)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from playprm.results import Episode, PlayerInfo
+from playprm.results import EpisodeRecord, PlayerInfo
 
 # the meta keys of Playpen's records (colab-potsdam/playpen-data, examples/trl/data_utils.py), in its order
 PLAYPEN_META = ("game", "experiment", "game_id", "player_name", "game_role", "model", "outcome")
 CLEMCORE_TO_PLAYPEN_OUTCOME = {"success": "success", "lose": "failure", "aborted": "aborted"}  # clemcore's word -> Playpen's
 
 
-def episode_meta(episode: Episode, player: PlayerInfo) -> dict:
+def episode_meta(episode: EpisodeRecord, player: PlayerInfo) -> dict:
     """The ``meta`` block of a sample drawn from ``player``'s side of ``episode``.
 
     ``model`` is the player's model; ``model_folder`` the results folder it was read from; ``game_id_source``
@@ -29,7 +29,7 @@ def episode_meta(episode: Episode, player: PlayerInfo) -> dict:
     }
 
 
-def playpen_meta(episode: Episode, player: PlayerInfo) -> dict:
+def playpen_meta(episode: EpisodeRecord, player: PlayerInfo) -> dict:
     """``episode_meta`` as Playpen writes it: its seven keys first (``player_name`` the player, ``outcome`` in its
     words: clemcore's lose is ``failure``, unknown is None), then playprm's own (episode, player, model_folder,
     game_id_source), so Playpen's filters and training code read our SFT files as they read its dataset."""

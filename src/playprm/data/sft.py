@@ -30,7 +30,7 @@ from playprm.data.card import (
 from playprm.data.playpen import PLAYPEN_OUTCOMES, PlaypenRecords
 from playprm.data.records import CLEMCORE_TO_PLAYPEN_OUTCOME, instance_of, playpen_meta
 from playprm.data.split import split_by_instance
-from playprm.results import OUTCOMES, Episode, ResultsScan, alternating
+from playprm.results import OUTCOMES, EpisodeRecord, ResultsScan, alternating
 
 TRUNCATION_MARK = "[...]"  # replaces the cut-off start of a shortened context message
 SUMMARY_FILE = "dataset_summary.json"  # the card's numbers, for the model card of a run trained on the data
@@ -110,7 +110,7 @@ def reply_dialogue(messages: list[dict]) -> list[dict]:
     return messages
 
 
-def sft_samples(episodes: Sequence[Episode], outcomes: Sequence[str] = ("success",)) -> tuple[list[dict], int]:
+def sft_samples(episodes: Sequence[EpisodeRecord], outcomes: Sequence[str] = ("success",)) -> tuple[list[dict], int]:
     """``(samples, sides_without_reply)``: a ``{"messages", "meta"}`` sample per (episode whose outcome, in
     Playpen's words, is in ``outcomes``; LLM player that replied at least once), and how many LLM players of
     those episodes never replied."""

@@ -34,9 +34,9 @@ from playprm.report.episodes import EpisodeScores, load_episode_scores, validate
 from playprm.report.render import number, statscore_note, with_interval
 from playprm.report.run_metadata import MODE_FIELDS, RUN_METADATA_FILE, is_env_lookahead, read_run_metadata
 from playprm.results import read_json
+from playprm.results.layout import COST_FILE
 from playprm.tables import markdown_table, text_table
 
-COST_FILE = "cost.json"
 # cost.json field -> comparison column
 COST_COLUMNS = {
     "generated_tokens": "generated tokens / episode",

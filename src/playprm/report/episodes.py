@@ -10,7 +10,6 @@ shards) are read as one, and episodes that stopped with an ``error.json`` but no
 
 from __future__ import annotations
 
-import fnmatch
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +18,8 @@ import pandas as pd
 from clemcore.clemgame import metrics as clemmetrics
 
 from playprm.errors import UsageError
-from playprm.results import episode_scores_problem, read_json, walk_results
+from playprm.results import episode_scores_problem, read_json
+from playprm.results.layout import ERROR_FILE, is_hidden, result_files
 
 # (model, game, experiment, episode): the key clemeval gives every scores.json
 EpisodeKey = tuple[str, str, str, str]
@@ -111,12 +111,6 @@ def _read_episode_scores(scores_file: Path) -> tuple[dict | None, str]:
     return (None, problem) if problem else (data, "")
 
 
-def _files(root: Path, pattern: str) -> list[Path]:
-    """Files named like ``pattern`` under ``root``, symlinked folders followed (each real folder once)."""
-    return sorted(folder / name for folder, _, files in walk_results(root) for name in files
-                  if fnmatch.fnmatch(name, pattern))
-
-
 def _canonical(data: dict) -> str:
     # NaN != NaN, so compare scores by their JSON text (json.dumps writes NaN as NaN)
     return json.dumps(data, sort_keys=True)
@@ -134,10 +128,10 @@ def load_episode_scores(results_dirs: list[Path]) -> EpisodeScores:
     result = EpisodeScores(frame=pd.DataFrame(columns=EPISODE_COLUMNS))
     found_any = False
     for root in roots:
-        for scores_file in _files(root, "*scores.json"):
+        for scores_file in result_files(root, "*scores.json", hidden=True):
             if not scores_file.is_file():
                 continue
-            if any(part.startswith(".") for part in scores_file.relative_to(root).parts):
+            if is_hidden(scores_file, root):
                 result.hidden += 1  # an unfinished episode's staging folder, not an episode yet
                 continue
             found_any = True
@@ -185,10 +179,8 @@ def load_episode_scores(results_dirs: list[Path]) -> EpisodeScores:
 
 
 def _count_errored(root: Path, result: EpisodeScores) -> None:
-    for error_file in _files(root, "error.json"):
+    for error_file in result_files(root, ERROR_FILE):
         episode_dir = error_file.parent
-        if any(part.startswith(".") for part in error_file.relative_to(root).parts):
-            continue
         if any(episode_dir.glob("*scores.json")):
             continue  # scored despite an error record: clemcore scores it, so do we
         key = _episode_key(error_file)

@@ -18,8 +18,8 @@ import json
 from pathlib import Path
 
 from playprm.errors import UsageError
+from playprm.results.layout import RUN_METADATA_FILE
 
-RUN_METADATA_FILE = "playprm_run.json"
 # the fields that define what a run's number means
 MODE_FIELDS = ("mode", "env_lookahead", "n_candidates")
 FINGERPRINT = "fingerprint"

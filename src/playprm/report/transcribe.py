@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 
 from playprm import atomic
+from playprm.results.layout import CANDIDATES_FILE, INTERACTIONS_FILE, result_files
 
 
 def candidates_note(row: dict) -> str:
@@ -52,12 +53,10 @@ def transcribe(results_dir: Path) -> list[Path]:
     from clemcore.clemgame.transcripts.builder import build_transcript
 
     pages = []
-    for interactions_file in sorted(results_dir.rglob("interactions.json")):
+    for interactions_file in result_files(results_dir, INTERACTIONS_FILE):
         folder = interactions_file.parent
-        if any(part.startswith(".") for part in folder.relative_to(results_dir).parts):
-            continue
         interactions = json.loads(interactions_file.read_text(encoding="utf-8"))
-        rows_file = folder / "candidates.jsonl"
+        rows_file = folder / CANDIDATES_FILE
         rows = [json.loads(x) for x in rows_file.read_text(encoding="utf-8").splitlines() if x.strip()] \
             if rows_file.exists() else []
         atomic.write_text(folder / "transcript.html", build_transcript(interactions))

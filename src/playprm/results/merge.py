@@ -24,14 +24,12 @@ from pathlib import Path
 from playprm.atomic import copy_atomic
 from playprm.errors import UsageError
 from playprm.report.run_metadata import (
-    RUN_METADATA_FILE,
     fingerprint_differences,
     read_run_metadata,
     recorded_fingerprint,
 )
-from playprm.staging import clean_staging, publish, staging_folder
-
-EPISODE_DEPTH = 4  # model / game / experiment / episode
+from playprm.results.layout import EPISODE_DEPTH, RUN_METADATA_FILE, result_files
+from playprm.results.staging import clean_staging, publish, staging_folder
 
 
 @dataclass
@@ -62,12 +60,7 @@ class MergeSummary:
 
 def _files(root: Path, folder: Path) -> list[Path]:
     """Every file under ``folder``, relative to ``root``, sorted; files under dot-folders and dot-files skipped."""
-    files = []
-    for path in sorted(folder.rglob("*")):
-        relative = path.relative_to(root)
-        if path.is_file() and not any(part.startswith(".") for part in relative.parts):
-            files.append(relative)
-    return files
+    return [path.relative_to(root) for path in result_files(folder)]
 
 
 def _shard_files(shard: Path) -> list[Path]:

@@ -1,4 +1,5 @@
-"""Read clemcore results directories of both generations into one ``Episode`` type.
+"""Read clemcore results directories of both generations into one ``EpisodeRecord`` type (an episode on disk;
+``playprm.episode.Episode`` is one being played).
 
 Two generations of the layout ``<results>/<model-folder>/<game>/<experiment>/<episode>/`` exist:
 
@@ -21,12 +22,20 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from playprm.results.layout import (
+    EPISODE_FOLDER,
+    ERROR_FILE,
+    INSTANCE_FILE,
+    INTERACTIONS_FILE,
+    SCORES_FILE,
+    walk_results,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -34,9 +43,6 @@ logger = logging.getLogger(__name__)
 # older records and custom players use: none of them is an LLM whose turns can be learned.
 NON_LLM_MODELS = frozenset({"programmatic", "mock", "dry_run", "custom", "human", "terminal", "gm"})
 
-# instance_00000 (clemcore), episode_3 (clembench v2.0), episode_00003_s01_l002 (collect's samples and
-# leaves), branch_00001 (clemcore's branching runner, nested in an instance folder)
-EPISODE_FOLDER = re.compile(r"(instance|episode|branch)_[0-9A-Za-z][\w.-]*")
 OUTCOMES = ("success", "lose", "aborted")
 # clemcore's files nest a few levels (interactions: turns > rounds > events > action > content); a file nested
 # far deeper is hostile, and at about 1,000 levels Python's json raises RecursionError
@@ -59,7 +65,7 @@ class PlayerInfo:
 
 
 @dataclass(frozen=True)
-class Turn:
+class RecordedTurn:
     """One reply of a player: the messages it saw before replying (ending with a user message), the reply,
     its 0-based index among that player's replies and the game round it fell in."""
 
@@ -70,7 +76,7 @@ class Turn:
 
 
 @dataclass
-class Episode:
+class EpisodeRecord:
     """One played episode read from disk.
 
     ``model`` is the model folder (``<model-pair>``), ``episode`` the episode folder name, possibly nested
@@ -171,18 +177,18 @@ class Episode:
             messages.pop(0)
         return alternating(messages)
 
-    def llm_turns(self, player_name: str) -> list[Turn]:
+    def llm_turns(self, player_name: str) -> list[RecordedTurn]:
         """Each reply of ``player_name`` with the exact context it answered (its memory plus new messages)."""
         memory: list[dict] = []
         pending: list[tuple[dict, bool]] = []  # user messages since its last reply, and whether remembered
-        turns: list[Turn] = []
+        turns: list[RecordedTurn] = []
         for round_index, role, content, remembered in self._events(player_name):
             message = {"role": role, "content": content}
             if role == "user":
                 pending.append((message, remembered))
                 continue
             context = alternating(memory + [seen for seen, _ in pending])
-            turns.append(Turn(context=context, response=content, index=len(turns), round=round_index))
+            turns.append(RecordedTurn(context=context, response=content, index=len(turns), round=round_index))
             memory += [seen for seen, keep in pending if keep]
             pending = []
             if remembered:
@@ -201,7 +207,7 @@ def alternating(messages: list[dict]) -> list[dict]:
 
 def iter_episodes(
     results_dir: Path, *, on_skip: Callable[[Path, str], None] | None = None
-) -> Iterator[Episode]:
+) -> Iterator[EpisodeRecord]:
     """Every readable episode under ``results_dir``, in sorted path order.
 
     ``results_dir`` may be a results root, a model folder or any folder below. Model, game and experiment
@@ -223,7 +229,7 @@ def iter_episodes(
 class ResultsScan:
     """What a scan of results folders found: the readable episodes and ``(path, reason)`` per skipped one."""
 
-    episodes: list[Episode] = field(default_factory=list)
+    episodes: list[EpisodeRecord] = field(default_factory=list)
     skipped: list[tuple[Path, str]] = field(default_factory=list)
 
 
@@ -302,43 +308,22 @@ def _shown(value) -> str:
     return repr(value)[:40] if not isinstance(value, (dict, list)) else f"a {type(value).__name__}"
 
 
-def walk_results(root: Path) -> Iterator[tuple[Path, list[str], list[str]]]:
-    """``os.walk`` of a results folder that follows symlinked folders (a model folder linked in from elsewhere
-    is part of the results) and enters each real folder once, so symlink loops end. Callers may prune
-    ``dirs`` in place, as with ``os.walk``; ``dirs`` come sorted."""
-    seen: set[tuple[int, int]] = set()
-    for folder, dirs, files in os.walk(root, followlinks=True):
-        try:
-            status = os.stat(folder)
-        except OSError:  # a dangling link
-            dirs[:] = []
-            continue
-        if (status.st_dev, status.st_ino) in seen:
-            dirs[:] = []
-            continue
-        seen.add((status.st_dev, status.st_ino))
-        dirs.sort()
-        yield Path(folder), dirs, files
-
-
 def _episode_folders(results_dir: Path) -> list[Path]:
     """Folders holding an episode: those with interactions.json or error.json, and empty episode folders
     (``instance_N`` without either, e.g. a run that was killed) so that they are reported, not ignored."""
     folders = []
     for folder, dirs, files in walk_results(results_dir):
-        # hidden folders hold staging copies and collect's per-tree records, not finished episodes
-        dirs[:] = [name for name in dirs if not name.startswith(".")]
         has_episode_children = any(EPISODE_FOLDER.fullmatch(name) for name in dirs)
-        if "interactions.json" in files or "error.json" in files:
+        if INTERACTIONS_FILE in files or ERROR_FILE in files:
             folders.append(folder)
         elif EPISODE_FOLDER.fullmatch(folder.name) and not has_episode_children:
             folders.append(folder)
     return sorted(folders)
 
 
-def _read_episode(folder: Path) -> tuple[Episode | None, str]:
+def _read_episode(folder: Path) -> tuple[EpisodeRecord | None, str]:
     documents: dict[str, dict | None] = {}
-    for name in ("interactions.json", "scores.json", "instance.json", "error.json"):
+    for name in (INTERACTIONS_FILE, SCORES_FILE, INSTANCE_FILE, ERROR_FILE):
         file = folder / name
         if not file.is_file():
             documents[name] = None
@@ -348,10 +333,11 @@ def _read_episode(folder: Path) -> tuple[Episode | None, str]:
             return None, f"{name} cannot be read ({reason})"
         if not isinstance(documents[name], dict):
             return None, f"{name} holds a {type(documents[name]).__name__}, not a JSON object"
-    problem = episode_scores_problem(documents["scores.json"]) if documents["scores.json"] is not None else ""
+    scores = documents[SCORES_FILE]
+    problem = episode_scores_problem(scores) if scores is not None else ""
     if problem:
         return None, f"scores.json: {problem}"
-    interactions, error = documents["interactions.json"], documents["error.json"]
+    interactions, error = documents[INTERACTIONS_FILE], documents[ERROR_FILE]
     if interactions is None and error is None:
         return None, "no interactions.json (the episode did not finish; rerun it)"
     if interactions is not None:
@@ -366,15 +352,15 @@ def _read_episode(folder: Path) -> tuple[Episode | None, str]:
         experiment_dir = experiment_dir.parent
     meta = (interactions or {}).get("meta") or {}
     game_dir = experiment_dir.parent
-    episode = Episode(
+    episode = EpisodeRecord(
         path=folder,
         model=game_dir.parent.name,
         game=meta.get("game_name") or game_dir.name,
         experiment=meta.get("experiment_name") or experiment_dir.name,
         episode="/".join(episode_parts),
         interactions=interactions,
-        scores=documents["scores.json"],
-        instance=documents["instance.json"],
+        scores=scores,
+        instance=documents[INSTANCE_FILE],
         error=error,
     )
     return episode, ""
