@@ -129,3 +129,45 @@ def test_the_small_preset_runs_every_stage_and_writes_results(tmp_path, monkeypa
     assert "prm" in results and "paired" in results
     text = (tmp_path / "RESULTS.md").read_text()
     assert "held-out" in text and (tmp_path / "clemscore_vs_n.png").stat().st_size > 0
+
+
+def test_the_expert_guesser_shows_its_work_and_the_game_reads_only_the_answer(tmp_path):
+    from playprm.models.programmatic import ExpertPolicy
+
+    run, _ = run_eval(EvalConfig(policy_model="programmatic:expert-eps0", games=["referencegame"], limit=4,
+                                 results_dir=tmp_path), progress=False)
+    replies = [json.loads(p.read_text()) for p in run.rglob("interactions.json")]
+    assert wins(run) == (8, 8)  # 4 instances x 2 experiments
+    guesser = [e["action"]["content"] for r in replies for turn in r["turns"] for e in turn
+               if e["from"] == "Player 2" and e["action"]["type"] == "get message"]
+    assert guesser and all(len(g.splitlines()) == 4 and g.count(" same\n") == 1 for g in guesser)
+    describer_prompt = next(e["action"]["content"] for r in replies for turn in r["turns"] for e in turn
+                            if e["to"] == "Player 1" and e["action"]["type"] == "send message")
+    assert describer_prompt.index("Target grid:") < describer_prompt.index("Distractor grid 1:")  # clembench's order
+    slips = ExpertPolicy("programmatic:expert-eps1").generate(
+        [[{"role": "user", "content": describer_prompt}]], n=6, temperature=1.0, seed=0)[0]
+    assert all(c.text.startswith("EXPRESSION: the ") and " row is " in c.text for c in slips)
+
+
+def test_a_tokenizer_trained_on_the_teacher_data_keeps_grid_rows_whole(tmp_path, capsys):
+    from transformers import AutoTokenizer
+
+    data = tmp_path / "train.jsonl"
+    row = "X ▢ ▢ X X"
+    records = [{"messages": [{"role": "user", "content": f"Target grid:\n{row}\n▢ ▢ ▢ ▢ ▢"},
+                             {"role": "assistant", "content": f"EXPRESSION: the first row is {row}"}]}] * 50
+    data.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in records))
+    assert main(["make-tiny", "--out", str(tmp_path / "m"), "--arch", "qwen3", "--tokenizer-data", str(data)]) == 0
+    tokenizer = AutoTokenizer.from_pretrained(tmp_path / "m" / "policy")
+    grid_ids = tokenizer(f"Target grid:\n{row}\n")["input_ids"]
+    expression_ids = tokenizer(f"EXPRESSION: the first row is {row}")["input_ids"]
+    [row_id] = tokenizer(row)["input_ids"]
+    assert row_id in grid_ids and expression_ids[-1] == row_id  # one token, the same in a grid and an expression
+    text = "EXPRESSION: the first row is X X ▢ ▢ X and words"
+    assert tokenizer.decode(tokenizer(text)["input_ids"]) == text
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "no messages"}\n')
+    assert main(["make-tiny", "--out", str(tmp_path / "n"), "--tokenizer-data", str(bad)]) == 2
+    assert "bad.jsonl line 1 is not a chat record" in capsys.readouterr().err
+    assert not (tmp_path / "n").exists()

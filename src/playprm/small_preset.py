@@ -32,13 +32,13 @@ class SmallPreset:
     """Sizes of the small pipeline (defaults: the measured preset)."""
 
     seed: int = 0
-    train_per_experiment: int = 400  # training instances per experiment (two experiments)
+    train_per_experiment: int = 1500  # training instances per experiment (two experiments)
     heldout_per_experiment: int = 60  # held-out instances per experiment (>= 100 episodes per row)
     layers: int = 4
     hidden: int = 128
     teacher_samples: int = 2
-    sft_steps: int = 300
-    sft_batch: int = 16
+    sft_steps: int = 800
+    sft_batch: int = 32
     rollout_instances: int = 100  # per experiment, for the PRM's rollouts
     prm_steps: int = 300
     prm_batch: int = 8
@@ -69,20 +69,20 @@ class SmallPreset:
                                  str(self.train_per_experiment), *GAMES]),
             ("instances held-out", ["instances", "--out", HELD_OUT, "--seed", str(2000 + s), "--per-experiment",
                                     str(self.heldout_per_experiment), *GAMES, "--exclude", TRAIN]),
-            ("make-tiny", ["make-tiny", "--out", "base", "--arch", "qwen3", "--layers", str(self.layers),
-                           "--hidden", str(self.hidden), "--seed", str(s)]),
-            ("eval base-greedy", ["eval", "--policy-model", "base/policy", *eval_common,
-                                  "--results-dir", "results/base-greedy"]),
             ("collect teacher", ["collect", "--policy-model", "programmatic:expert", "--games-dir", TRAIN, *GAMES,
                                  "--samples-per-instance", str(self.teacher_samples), "--temperature", "1.0",
                                  "--seed", str(s), "--results-dir", "teacher"]),
-            ("sft-data", ["sft-data", "--results-dir", "teacher", "--out", "sft-data", "--tokenizer", "base/policy",
-                          "--max-length", "1024"]),
+            ("sft-data", ["sft-data", "--results-dir", "teacher", "--out", "sft-data"]),
+            # a model trained from scratch gets a tokenizer trained on its training texts (see models.tiny)
+            ("make-tiny", ["make-tiny", "--out", "base", "--arch", "qwen3", "--layers", str(self.layers),
+                           "--hidden", str(self.hidden), "--seed", str(s), "--tokenizer-data", "sft-data/train.jsonl"]),
+            ("eval base-greedy", ["eval", "--policy-model", "base/policy", *eval_common,
+                                  "--results-dir", "results/base-greedy"]),
             ("train-sft", ["train-sft", "--model", "base/policy", "--data", "sft-data", "--output-dir", "sft-policy",
                            "--full-weights", "true", "--max-steps", str(self.sft_steps),
                            "--per-device-train-batch-size", str(self.sft_batch), "--effective-batch-size",
                            str(self.sft_batch), "--per-device-eval-batch-size", str(self.sft_batch),
-                           "--learning-rate", "2e-3", "--warmup-steps", "0.05", "--eval-steps", "0.5",
+                           "--learning-rate", "1e-3", "--warmup-steps", "0.05", "--eval-steps", "0.5",
                            "--save-steps", "0.5", "--logging-steps", "50", "--max-length", "1024",
                            "--activation-checkpointing", "false", "--seed", str(s), "--model-name", POLICY]),
             ("collect policy", ["collect", "--policy-model", POLICY, "--games-dir", TRAIN, *GAMES, "--limit",

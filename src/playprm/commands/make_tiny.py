@@ -19,6 +19,10 @@ def register(subparsers) -> None:
     parser.add_argument("--hidden", type=int, default=64, help="hidden size (default 64)")
     parser.add_argument("--heads", type=int, default=4, help="attention heads (default 4)")
     parser.add_argument("--seed", type=int, default=0, help="weight initialisation seed")
+    parser.add_argument("--tokenizer-data", type=Path, nargs="+", metavar="JSONL",
+                        help="train the tokenizer on these chat files (records with 'messages', e.g. sft-data's "
+                             "train.jsonl) instead of English words: lines of the games' prompts and grid rows "
+                             "become single tokens (a model trained from scratch on those texts)")
     parser.set_defaults(func=run)
 
 
@@ -27,12 +31,32 @@ def run(args) -> int:
         raise UsageError("--layers and --heads must be >= 1 and --hidden a multiple of --heads (>= 8)")
     if args.out.exists() and not args.out.is_dir():
         raise UsageError(f"--out {args.out} exists and is not a directory; choose another path")
+    corpus = read_corpus(args.tokenizer_data) if args.tokenizer_data else None
     from playprm.models.tiny import TinySize, make_tiny
 
     kv_heads = max(1, args.heads // 2)
     paths = make_tiny(
         args.out, TinySize(layers=args.layers, hidden=args.hidden, heads=args.heads, kv_heads=kv_heads, arch=args.arch),
-        seed=args.seed,
+        seed=args.seed, corpus=corpus,
     )
     print(f"policy: {paths['policy']} ({args.arch})\nprm:    {paths['prm']}")
     return 0
+
+
+def read_corpus(paths: list[Path]) -> list[str]:
+    """The message texts of chat JSONL files, or ``UsageError`` naming the file and line that is not one."""
+    import json
+
+    texts = []
+    for path in paths:
+        if not path.is_file():
+            raise UsageError(f"--tokenizer-data {path} is not a file; pass JSONL chat files such as sft-data/train.jsonl")
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            try:
+                texts += [m["content"] for m in json.loads(line)["messages"] if isinstance(m.get("content"), str)]
+            except (ValueError, KeyError, TypeError, AttributeError):
+                raise UsageError(f"--tokenizer-data {path} line {number} is not a chat record "
+                                 '({"messages": [{"role": ..., "content": ...}, ...]})') from None
+    if not texts:
+        raise UsageError(f"--tokenizer-data {' '.join(map(str, paths))} holds no message text")
+    return texts

@@ -6,7 +6,11 @@ so ``programmatic:expert`` plays the built-in games by their rules, from the con
 - wordle: the first word of the game's word list consistent with all feedback so far (the games' own ``mock``
   strategy);
 - referencegame: the describer names one row that only the target grid has at that place ("the third row is
-  X X ▢ ▢ X"), the guesser answers with the grid that has this row there;
+  X X ▢ ▢ X"); the guesser first lists that row of each of its grids with whether it is the one named, one line
+  each ("second: X X ▢ ▢ X same"), then answers with the grid that has it (the game reads only the ``ANSWER:``
+  line). Showing the work keeps every step local: a 4-layer model trained from scratch learned to copy a row
+  and compare two within a few hundred steps, but not to match a row against three grids in the one token of
+  a bare answer (measured while building the small preset: chance after 1,000 steps);
 - taboo: the describer gives the target's length and letters (one more per clue), the guesser names the first
   card word that fits.
 
@@ -46,23 +50,19 @@ def spec_for(selector: str) -> PolicySpec:
     return PolicySpec(name=name, backend="programmatic", model_id=selector, lookup_source="programmatic teacher")
 
 
-def _grids(text: str) -> list[list[str]]:
-    """The three grids of a reference-game prompt, each as its five row strings."""
+def _grids(text: str, labels=("First grid", "Second grid", "Third grid")) -> list[list[str]]:
+    """The three grids of a reference-game prompt, each as its five row strings: the guesser's in its order,
+    the describer's (``DESCRIBER_LABELS``) target first."""
     grids = []
-    for label in ("First", "Second", "Third"):
-        match = re.search(label + r" grid:\n((?:[X▢ ]+\n?){5})", text)
+    for label in labels:
+        match = re.search(re.escape(label) + r":\n((?:[X▢ ]+\n?){5})", text)
         grids.append([row.strip() for row in match.group(1).strip().split("\n")] if match else [])
     return grids
 
 
+DESCRIBER_LABELS = ("Target grid", "Distractor grid 1", "Distractor grid 2")
 ROW_WORDS = ("first", "second", "third", "fourth", "fifth")
 _ROW_EXPRESSION = re.compile(r"the (first|second|third|fourth|fifth) row is ((?:[X▢] ?){5})")
-
-
-def _target_index(text: str) -> int:
-    target = re.search(r"The target is the (\w+) grid", text)
-    return ("first", "second", "third").index(target.group(1)) if target and target.group(1) in \
-        ("first", "second", "third") else 0
 
 
 def row_expression(grid: list[str], row: int) -> str:
@@ -71,25 +71,39 @@ def row_expression(grid: list[str], row: int) -> str:
 
 def referencegame_describer(context: list[dict]) -> str:
     """Name one row of the target grid that neither other grid has at that place (the first such row)."""
-    first = context[0]["content"]
-    grids = _grids(first)
-    index = _target_index(first)
-    target = grids[index]
-    others = [g for i, g in enumerate(grids) if i != index]
+    target, *others = _grids(context[0]["content"], DESCRIBER_LABELS)
     unique = [r for r in range(len(target)) if all(len(g) > r and g[r] != target[r] for g in others)]
     return row_expression(target, unique[0] if unique else 0)
 
 
-def referencegame_guesser(context: list[dict]) -> str:
-    """The first grid whose named row is the one the expression spells out."""
-    grids = _grids(context[0]["content"])
+GUESSER_LABELS = ("first", "second", "third")
+
+
+def _named_rows(context: list[dict]) -> tuple[list[str], str] | None:
+    """The row the expression names in each of the guesser's grids, and the expression's cells; None when the
+    expression names no row."""
     match = _ROW_EXPRESSION.search(context[-1]["content"])
-    label = "first"
-    if match:
-        row, cells = ROW_WORDS.index(match.group(1)), match.group(2).strip()
-        label = next((lb for lb, g in zip(("first", "second", "third"), grids) if len(g) > row and g[row] == cells),
-                     "first")
-    return f"ANSWER: {label}"
+    if not match:
+        return None
+    row = ROW_WORDS.index(match.group(1))
+    return [g[row] if len(g) > row else "" for g in _grids(context[0]["content"])], match.group(2).strip()
+
+
+def guesser_reply(rows: list[str], cells: str, label: str) -> str:
+    """The guesser's work (the named row of each of its grids and whether it is the expression's ``cells``, one
+    line each), then its ``ANSWER:`` line; the game reads only the ANSWER line."""
+    work = "".join(f"{lb}: {row} {'same' if row == cells else 'other'}\n" for lb, row in zip(GUESSER_LABELS, rows))
+    return work + f"ANSWER: {label}"
+
+
+def referencegame_guesser(context: list[dict]) -> str:
+    """The first grid whose named row is the one the expression spells out, after listing that row of each grid
+    (``first`` when the expression names no row)."""
+    named = _named_rows(context)
+    if named is None:
+        return "ANSWER: first"
+    rows, cells = named
+    return guesser_reply(rows, cells, next((lb for lb, r in zip(GUESSER_LABELS, rows) if r == cells), "first"))
 
 
 def wordle_guess(context: list[dict]) -> str:
@@ -146,9 +160,11 @@ def noisy_moves(context: list[dict]) -> list[str]:
     first = context[0]["content"]
     if "reference game" in first and "Tell which of your grids" not in first:
         # a describer's slip: another row of the target grid (it may occur in another grid too)
-        grids = _grids(first)
-        target = grids[_target_index(first)]
+        target = _grids(first, DESCRIBER_LABELS)[0]
         return [row_expression(target, r) for r in range(len(target))]
+    if "reference game" in first and (named := _named_rows(context)):
+        # a guesser's slip: the same work, then any answer
+        return [guesser_reply(*named, label) for label in GUESSER_LABELS]
     return valid_moves(context)
 
 

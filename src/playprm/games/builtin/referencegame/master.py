@@ -2,8 +2,8 @@
 
 Written for playprm from the published clembench rules (own code, own prompts).
 
-Protocol: the describer sees the three grids in its order and which one is the target, and replies
-``EXPRESSION: <text>``; the guesser sees the grids in the order stored in the instance (``guesser_grids``) and
+Protocol: the describer sees the target grid first and then the two distractors (as in clembench's
+referencegame), and replies ``EXPRESSION: <text>``; the guesser sees the grids in the order stored in the instance (``guesser_grids``) and
 the expression, and replies ``ANSWER: first|second|third`` (``1``/``2``/``3`` count too, and words around the
 one label, as in "the second grid", are ignored; naming two labels is ambiguous).
 
@@ -87,14 +87,19 @@ class ReferenceGame(PromptedGameMaster):
         self.guesser = ReferenceGuesser(self.player_models[1], self.guesser_grids)
         self.add_player(
             self.describer,
-            initial_context=self.template(
-                "describer_prompt", target=self.describer_target, **self._grid_fields(self.describer_grids)
-            ),
+            initial_context=self.template("describer_prompt", **self._describer_fields()),
         )
         self.add_player(
             self.guesser,
             initial_prompt=self.template("guesser_prompt", **self._grid_fields(self.guesser_grids)),
         )
+
+    def _describer_fields(self) -> dict[str, str]:
+        """The target first, then the distractors in the instance's describer order (clembench's layout)."""
+        target = LABELS.index(self.describer_target)
+        distractors = [grid for i, grid in enumerate(self.describer_grids) if i != target]
+        return {"target_grid": self.describer_grids[target], "distractor_1_grid": distractors[0],
+                "distractor_2_grid": distractors[1]}
 
     @staticmethod
     def _grid_fields(grids: list[str]) -> dict[str, str]:
