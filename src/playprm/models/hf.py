@@ -1,8 +1,8 @@
 """transformers backend: batched N-candidate sampling that encodes each context once.
 
 ``generate(..., num_return_sequences=n)`` in transformers repeats every prompt n times before the prefill, so
-the context is encoded n times (measured in DESIGN.md: 3.6x the time of n=1 at n=4). Here each batch of
-contexts is prefilled once, its cache is repeated n times (``kv.repeat_rows``: attention keys/values and, on
+the context is encoded n times (on 2 cores with a 2-layer model, n=4 took 3.6x the time of n=1). Here each
+batch of contexts is prefilled once, its cache is repeated n times (``transformers_runtime.repeat_rows``: attention keys/values and, on
 Qwen3.5, the linear-attention states), and the n continuations are decoded together in a small sampling loop
 that also records log-probabilities and stops on the end-of-sequence tokens.
 
@@ -16,36 +16,22 @@ reply decoded with its special tokens and post-processed by ``models.replies``.
 from __future__ import annotations
 
 import logging
-import os
 
 import torch
 
 from playprm import chat
 from playprm.models import replies
 from playprm.models.base import Candidate, PolicySpec
-from playprm.models.kv import cache_kwargs, output_cache, repeat_rows
+from playprm.transformers_runtime import (
+    bnb_4bit_config,
+    cache_kwargs,
+    left_padded,
+    output_cache,
+    repeat_rows,
+    use_all_cpu_threads,
+)
 
 logger = logging.getLogger(__name__)
-
-
-def bnb_4bit_config():
-    """The model card's quantization: 4-bit NF4, double quantization, bf16 compute."""
-    from transformers import BitsAndBytesConfig
-
-    return BitsAndBytesConfig(
-        load_in_4bit=True,
-        bnb_4bit_quant_type="nf4",
-        bnb_4bit_use_double_quant=True,
-        bnb_4bit_compute_dtype=torch.bfloat16,
-    )
-
-
-def use_all_cpu_threads() -> None:
-    """clemcore's HF backend pins torch to one thread; on CPU we want every core, unless the user chose a
-    number with OMP_NUM_THREADS (on a shared node fewer threads can be faster, see BENCHMARKS.md)."""
-    if not torch.cuda.is_available() and not os.environ.get("OMP_NUM_THREADS"):
-        torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                                  else (os.cpu_count() or 1)))
 
 
 def load_causal_lm(spec: PolicySpec, *, device: str | None = None):
@@ -93,7 +79,6 @@ class HFPolicy:
         self.generation_config = getattr(model, "generation_config", None)
         self.stop_ids = stop_ids(self.generation_config, tokenizer)
         self.reply_rule = replies.reply_rule(spec, tokenizer)
-        self.generated_tokens = 0
         warn_unmirrored(self.generation_config)
 
     @property
@@ -156,15 +141,7 @@ class HFPolicy:
     def _sample(self, prompts: list[list[int]], n: int, temperature: float, max_tokens: int,
                 generator: torch.Generator) -> list[list[Candidate]]:
         device = self.device
-        pad = self.tokenizer.pad_token_id
-        length = max(len(p) for p in prompts)
-        input_ids = torch.full((len(prompts), length), pad, dtype=torch.long)
-        mask = torch.zeros((len(prompts), length), dtype=torch.long)
-        for row, prompt in enumerate(prompts):  # left padding
-            input_ids[row, length - len(prompt):] = torch.tensor(prompt)
-            mask[row, length - len(prompt):] = 1
-        input_ids, mask = input_ids.to(device), mask.to(device)
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        input_ids, mask, positions = left_padded(prompts, self.tokenizer.pad_token_id, device)
         out = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True)
         cache, logits = output_cache(out), out.logits[:, -1, :].float()
         if n > 1:  # the context was encoded once; its cache now serves all n continuations
@@ -217,7 +194,6 @@ class HFPolicy:
             raw = self.tokenizer.decode(prompt + ids).replace(prompt_texts[row // n], "")
             candidates.append(Candidate(text=self.reply_rule(raw), num_tokens=len(ids),
                                         logprob=float(logprob_sum[row]), finished=stopped, raw=raw))
-        self.generated_tokens += int(lengths.sum())
         return [candidates[i * n:(i + 1) * n] for i in range(len(prompts))]
 
 

@@ -88,7 +88,7 @@ class ProcessRewardModel(nn.Module):
 
     def forward(self, input_ids, attention_mask=None, position_ids=None, past_key_values=None,
                 use_cache: bool = False) -> PRMOutput:
-        from playprm.models.kv import cache_kwargs, output_cache
+        from playprm.transformers_runtime import cache_kwargs, output_cache
 
         extra = cache_kwargs(self.backbone, past_key_values) if past_key_values is not None else {}
         out = self.backbone(
@@ -168,7 +168,7 @@ def load_prm(path: str | Path, *, device: str | None = None, dtype=None, load_in
     if dtype is not None:
         load_kwargs["dtype"] = dtype
     if load_in_4bit and device.startswith("cuda"):
-        from playprm.models.hf import bnb_4bit_config
+        from playprm.transformers_runtime import bnb_4bit_config
 
         load_kwargs["quantization_config"] = bnb_4bit_config()
     if config.get("adapter"):

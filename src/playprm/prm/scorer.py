@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 from playprm import chat
-from playprm.models.kv import select_rows
+from playprm.transformers_runtime import left_padded, select_rows, use_all_cpu_threads
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +43,6 @@ class PRMScorer:
 
     @classmethod
     def from_path(cls, path: str | Path, *, chat_template_kwargs: dict | None = None, load_in_4bit: bool = False):
-        from playprm.models.hf import use_all_cpu_threads
         from playprm.prm.model import load_prm
 
         use_all_cpu_threads()
@@ -89,16 +88,7 @@ class PRMScorer:
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         # Prefill: all contexts once, left padded, the last prompt token held back so that every candidate
         # row starts its second pass from it (keeps positions simple and the cache shape uniform).
-        heads = [p[:-1] for p in prompts]
-        length = max(1, max(len(h) for h in heads))
-        ids = torch.full((len(prompts), length), pad, dtype=torch.long)
-        mask = torch.zeros((len(prompts), length), dtype=torch.long)
-        for row, head in enumerate(heads):
-            if head:
-                ids[row, length - len(head):] = torch.tensor(head)
-                mask[row, length - len(head):] = 1
-        ids, mask = ids.to(device), mask.to(device)
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        ids, mask, positions = left_padded([p[:-1] for p in prompts], pad, device)
         out = self.model(ids, attention_mask=mask, position_ids=positions, use_cache=True)
         cache = out.past_key_values
         counts = [len(r) for r in replies]

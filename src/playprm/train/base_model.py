@@ -73,7 +73,7 @@ def load_base_model(model_class, base: BaseModel, config):
     run's dtype. Under DeepSpeed / FSDP no device map is given, so the launcher can shard the weights."""
     kwargs: dict[str, Any] = {"dtype": model_dtype(config), "trust_remote_code": base.trust_remote_code}
     if config.load_in_4bit:
-        from playprm.models.hf import bnb_4bit_config
+        from playprm.transformers_runtime import bnb_4bit_config
 
         kwargs["quantization_config"] = bnb_4bit_config()
         if not shards_parameters(config):
