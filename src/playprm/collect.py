@@ -12,7 +12,6 @@ Resumable per tree: a tree's record file is written after all its leaves, and tr
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections import defaultdict
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from playprm.episode import Episode
 from playprm.models.base import clean_candidates
 from playprm.results.layout import TREES_DIR, TURNS_FILE
 from playprm.results.staging import clean_staging
-from playprm.search.base import SeedStream
+from playprm.search.base import Choice, SeedStream
 
 
 @dataclass
@@ -79,16 +78,13 @@ def collect(tasks, *, policy, policy_name: str, run_dir: Path, settings: Collect
             progress: bool = True) -> runner.RunSummary:
     """Play every task as a (possibly branched) rollout tree; returns a summary of leaves written. The caller
     holds ``run_dir`` (``runner.claim``)."""
-    from tqdm import tqdm
-
     started = time.perf_counter()
     summary = runner.RunSummary(planned=len(tasks), unit="rollout trees")
     clean_staging(run_dir, locked=True)
     todo = [t for t in tasks if not _tree_file(run_dir, t).exists()]
     summary.skipped = len(tasks) - len(todo)
     seeds = SeedStream(settings.seed)
-    bar = tqdm(total=len(tasks), initial=summary.skipped, desc="rollout trees", disable=not progress,
-               file=sys.stderr, dynamic_ncols=True)
+    bar = runner.progress_bar(summary, desc="rollout trees", show=progress)
     for start in range(0, len(todo), settings.batch_size):
         wave = todo[start:start + settings.batch_size]
         records: dict[int, list] = defaultdict(list)  # per tree (index in wave)
@@ -120,10 +116,8 @@ def collect(tasks, *, policy, policy_name: str, run_dir: Path, settings: Collect
                     copies = [episode.fork() for _ in candidates[1:]] + [episode]
                     for copy, candidate in zip(copies, candidates):
                         _record_turn(copy, records[tree], candidate.text)
-                        copy.play(candidate.text, log={"mode": "collect", "chosen": 0, "candidates": [
-                            {"text": candidate.text, "tokens": candidate.num_tokens,
-                             "logprob": round(candidate.logprob, 4), "score": None}]},
-                            generated_tokens=candidate.num_tokens)
+                        choice = Choice(text=candidate.text, candidates=[candidate], scores=None, chosen=0)
+                        copy.play(candidate.text, log=choice.log("collect"), generated_tokens=candidate.num_tokens)
                         if copy.done:
                             leaves[tree].append(copy)
                         else:
@@ -137,11 +131,7 @@ def collect(tasks, *, policy, policy_name: str, run_dir: Path, settings: Collect
                 if index is not None and folder is not None:
                     records[tree][index]["leaf_episode"] = str(folder.relative_to(run_dir))
                     records[tree][index]["outcome"] = leaf.outcome if leaf.error is None else None
-                if leaf.error is None:
-                    summary.played[task.game] += 1
-                    summary.outcomes[leaf.outcome or "unknown"] += 1
-                else:
-                    summary.errored[task.game] += 1
+                summary.count(leaf)
             atomic.write_jsonl(_tree_file(run_dir, task), records[tree])
             bar.update(1)
     bar.close()

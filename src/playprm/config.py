@@ -4,11 +4,11 @@ one-line error a user sees, before any model loads or any file is written."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from playprm.errors import UsageError
-from playprm.search.base import AGGREGATES
+from playprm.search.base import AGGREGATES, SearchSettings
 from playprm.search.modes import MODES as DECODING_MODES
 from playprm.search.modes import DecodingMode
 
@@ -106,6 +106,10 @@ class EvalConfig:
         if mode.backends is not None and backend not in mode.backends:
             raise UsageError(f"--mode {self.mode} needs {mode.needs}, which only the {', '.join(mode.backends)} "
                              f"backend offers; {policy_name} runs on the {backend} backend")
+
+    def search_settings(self) -> SearchSettings:
+        """The strategies' settings: this config's fields of the same names (after ``validate()``)."""
+        return SearchSettings(**{f.name: getattr(self, f.name) for f in fields(SearchSettings) if f.name != "seeds"})
 
     @property
     def decoding_mode(self) -> DecodingMode:

@@ -69,49 +69,40 @@ def run_eval(cfg: EvalConfig, *, policy=None, scorer=None, progress: bool = True
     prm_path = str(Path(cfg.prm_path).resolve()) if cfg.prm_path else None
     fingerprint = {**policy_fingerprint(spec), **cfg.decoding(), "prm_path": prm_path,
                    "instances": instance_digests(instances)}
-    benchmarks, broken = runner.load_benchmarks(entries)
-    try:
-        tasks = runner.plan(entries, instances, benchmarks, run_dir, shard=cfg.shard)
-        with runner.claim(run_dir, fingerprint) as fingerprint:
-            if policy is None:
-                policy = load_policy(spec)
-            if scorer is None and cfg.scorer != "prm":
-                from playprm.search.scorers import SCORER_CLASSES
+    with runner.open_run(entries, instances, run_dir, fingerprint, shard=cfg.shard) as (tasks, broken, fingerprint):
+        if policy is None:
+            policy = load_policy(spec)
+        if scorer is None and cfg.scorer != "prm":
+            from playprm.search.scorers import SCORER_CLASSES
 
-                scorer = SCORER_CLASSES[cfg.scorer]()
-            if scorer is None and cfg.decoding_mode.guided:
-                from playprm.prm.scorer import PRMScorer
+            scorer = SCORER_CLASSES[cfg.scorer]()
+        if scorer is None and cfg.decoding_mode.guided:
+            from playprm.prm.scorer import PRMScorer
 
-                scorer = PRMScorer.from_path(cfg.prm_path, load_in_4bit=spec.load_in_4bit)
-            settings = SearchSettings(n_candidates=cfg.n_candidates, temperature=cfg.temperature,
-                                      max_tokens=cfg.max_tokens, beam_width=cfg.beam_width,
-                                      num_beam_iterations=cfg.num_beam_iterations, aggregate=cfg.aggregate,
-                                      seed=cfg.seed)
-            gen_args = {"temperature": cfg.temperature, "max_tokens": cfg.max_tokens}
-            runner.write_run_metadata(run_dir, policy_name=name, gen_args=gen_args, games=[e.name for e in entries],
-                                      fingerprint=fingerprint, extra={
-                "mode": cfg.mode, "env_lookahead": cfg.env_lookahead,
-                "n_candidates": cfg.n_candidates if cfg.decoding_mode.guided else 1, "beam_width": cfg.beam_width, "aggregate": cfg.aggregate,
-                "temperature": cfg.temperature, "max_tokens": cfg.max_tokens,
-                "num_beam_iterations": cfg.num_beam_iterations, "seed": cfg.seed, "guide_roles": cfg.guide_roles,
-                "shard": list(cfg.shard) if cfg.shard else None, "policy": spec.describe(), "prm_path": prm_path,
-                "broken_games": {g: str(e) for g, e in broken.items()},
-            })
-            runner.write_experiment_files([t for t in tasks if t.benchmark is not None], name, gen_args)
-            is_guided = guide_filter(cfg.guide_roles)
-            choose_turns, search_episodes = None, None
-            if cfg.decoding_mode.per_episode:
-                search = cfg.decoding_mode.strategy().search
+            scorer = PRMScorer.from_path(cfg.prm_path, load_in_4bit=spec.load_in_4bit)
+        settings = cfg.search_settings()
+        gen_args = {"temperature": cfg.temperature, "max_tokens": cfg.max_tokens}
+        runner.write_run_metadata(run_dir, policy_name=name, gen_args=gen_args, games=[e.name for e in entries],
+                                  fingerprint=fingerprint, extra={
+            "mode": cfg.mode, "env_lookahead": cfg.env_lookahead,
+            "n_candidates": cfg.n_candidates if cfg.decoding_mode.guided else 1, "beam_width": cfg.beam_width,
+            "aggregate": cfg.aggregate, "temperature": cfg.temperature, "max_tokens": cfg.max_tokens,
+            "num_beam_iterations": cfg.num_beam_iterations, "seed": cfg.seed, "guide_roles": cfg.guide_roles,
+            "shard": list(cfg.shard) if cfg.shard else None, "policy": spec.describe(), "prm_path": prm_path,
+            "broken_games": {g: str(e) for g, e in broken.items()},
+        })
+        runner.write_experiment_files([t for t in tasks if t.benchmark is not None], name, gen_args)
+        is_guided = guide_filter(cfg.guide_roles)
+        choose_turns, search_episodes = None, None
+        if cfg.decoding_mode.per_episode:
+            search = cfg.decoding_mode.strategy().search
 
-                def search_episodes(roots):
-                    return search(roots, policy, scorer, settings, is_guided=is_guided, mode=cfg.mode)
-            else:
-                choose_turns = turn_player(cfg.mode, policy, scorer, settings, is_guided, cfg.temperature)
-            summary = runner.play(
-                tasks, policy_name=name, run_dir=run_dir, gen_args=gen_args, batch_size=cfg.batch_size,
-                retry_errors=cfg.retry_errors, broken=broken, progress=progress, choose_turns=choose_turns,
-                search_episodes=search_episodes)
-    finally:
-        for benchmark in benchmarks.values():
-            benchmark.close()
+            def search_episodes(roots):
+                return search(roots, policy, scorer, settings, is_guided=is_guided, mode=cfg.mode)
+        else:
+            choose_turns = turn_player(cfg.mode, policy, scorer, settings, is_guided, cfg.temperature)
+        summary = runner.play(
+            tasks, policy_name=name, run_dir=run_dir, gen_args=gen_args, batch_size=cfg.batch_size,
+            retry_errors=cfg.retry_errors, broken=broken, progress=progress, choose_turns=choose_turns,
+            search_episodes=search_episodes)
     return run_dir, summary

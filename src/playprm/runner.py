@@ -58,6 +58,15 @@ class RunSummary:
             head += "; every episode errored (see their error.json)"
         return [head, *rows]
 
+    def count(self, episode: Episode) -> None:
+        """Tally one finished episode: played (with its outcome) or errored, per game."""
+        game = episode.task.game
+        if episode.error is None:
+            self.played[game] += 1
+            self.outcomes[episode.outcome or "unknown"] += 1
+        else:
+            self.errored[game] += 1
+
     @property
     def all_errored(self) -> bool:
         """Episodes were played in this run and every one of them errored (the run's exit status is then 1)."""
@@ -67,6 +76,29 @@ class RunSummary:
 def pair_folder(name: str) -> str:
     """clembench names runs by model pair; self-play uses the same name twice, for one- and two-player games."""
     return check_component(f"{name}--{name}", where="the run folder (from the model name and decoding mode)")
+
+
+def progress_bar(summary: RunSummary, *, desc: str, show: bool, unit: str = "it"):
+    """The terminal progress bar of a run, on stderr, starting after the ``summary.skipped`` done earlier."""
+    from tqdm import tqdm
+
+    return tqdm(total=summary.planned, initial=summary.skipped, desc=desc, unit=unit, disable=not show,
+                file=sys.stderr, dynamic_ncols=True)
+
+
+@contextmanager
+def open_run(entries, instances: dict, run_dir: Path, fingerprint: dict, **plan_options) -> Iterator[tuple]:
+    """What eval and collect do around their loop: load the games' benchmarks, plan the episodes (``plan``'s
+    options), hold ``run_dir`` (``claim``) and close the benchmarks at the end. Yields
+    ``(tasks, broken games, fingerprint to record)``."""
+    benchmarks, broken = load_benchmarks(entries)
+    try:
+        tasks = plan(entries, instances, benchmarks, run_dir, **plan_options)
+        with claim(run_dir, fingerprint) as recorded:
+            yield tasks, broken, recorded
+    finally:
+        for benchmark in benchmarks.values():
+            benchmark.close()
 
 
 @contextmanager
@@ -151,8 +183,6 @@ def play(tasks: list[EpisodeTask], *, policy_name: str, run_dir: Path, gen_args:
     """Play ``tasks``. ``choose_turns(episodes)`` plays one pending turn of each episode (per-turn modes);
     ``search_episodes(roots) -> finals`` plays whole episodes (beam modes). The caller holds ``run_dir``
     (``claim``), so every staging folder in it that is not this process's own is stale."""
-    from tqdm import tqdm
-
     summary = RunSummary(planned=len(tasks))
     clean_staging(run_dir, locked=True)
     todo = deque()
@@ -162,17 +192,11 @@ def play(tasks: list[EpisodeTask], *, policy_name: str, run_dir: Path, gen_args:
         else:
             todo.append(task)
     start = time.perf_counter()
-    bar = tqdm(total=len(tasks), initial=summary.skipped, desc="episodes", unit="ep", disable=not progress,
-               file=sys.stderr, dynamic_ncols=True)
+    bar = progress_bar(summary, desc="episodes", unit="ep", show=progress)
 
     def finished(episode: Episode) -> None:
         episode.write()
-        game = episode.task.game
-        if episode.error is None:
-            summary.played[game] += 1
-            summary.outcomes[episode.outcome or "unknown"] += 1
-        else:
-            summary.errored[game] += 1
+        summary.count(episode)
         if on_finished is not None:
             on_finished(episode)
         bar.update(1)

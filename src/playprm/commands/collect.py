@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict, fields
 from pathlib import Path
 
 from playprm.commands.eval import add_game_arguments
@@ -29,11 +30,7 @@ def register(subparsers) -> None:
 def run(args) -> int:
     from playprm.collect import CollectSettings
 
-    settings = CollectSettings(
-        samples_per_instance=args.samples_per_instance, temperature=args.temperature, max_tokens=args.max_tokens,
-        branch_factor=args.branch_factor, branch_at=args.branch_at, branch_depth=args.branch_depth, seed=args.seed,
-        batch_size=args.batch_size,
-    )
+    settings = CollectSettings(**{f.name: getattr(args, f.name) for f in fields(CollectSettings)})
     run_dir, summary = run_collect(args.policy_model, args.games, args.game_all, args.games_dir, args.limit,
                                    args.results_dir, settings)
     print(f"rollouts: {run_dir}\nturns:    {run_dir / TURNS_FILE}")
@@ -77,23 +74,17 @@ def run_collect(policy_model: str, games, game_all, games_dir, limit, results_di
     name = f"{spec.name}-t{float(settings.temperature)}-collect"
     run_dir = results_dir / runner.pair_folder(name)
     fingerprint = {**policy_fingerprint(spec), **settings.decoding(), "instances": instance_digests(instances)}
-    benchmarks, broken = runner.load_benchmarks(entries)
-    try:
-        tasks = runner.plan(entries, instances, benchmarks, run_dir, samples=settings.samples_per_instance,
-                            folder=sample_folder)
+    with runner.open_run(entries, instances, run_dir, fingerprint, samples=settings.samples_per_instance,
+                         folder=sample_folder) as (tasks, broken, fingerprint):
         tasks = [t for t in tasks if t.benchmark is not None]
-        with runner.claim(run_dir, fingerprint) as fingerprint:
-            policy = policy or load_policy(spec)
-            gen_args = {"temperature": settings.temperature, "max_tokens": settings.max_tokens}
-            runner.write_run_metadata(run_dir, policy_name=name, gen_args=gen_args, games=[e.name for e in entries],
-                                      fingerprint=fingerprint, extra={
-                                          "mode": "collect", "env_lookahead": False, **settings.__dict__,
-                                          "policy": spec.describe(),
-                                          "broken_games": {g: str(e) for g, e in broken.items()}})
-            runner.write_experiment_files(tasks, name, gen_args)
-            summary = collect(tasks, policy=policy, policy_name=name, run_dir=run_dir, settings=settings,
-                              gen_args=gen_args, progress=progress)
-    finally:
-        for benchmark in benchmarks.values():
-            benchmark.close()
+        policy = policy or load_policy(spec)
+        gen_args = {"temperature": settings.temperature, "max_tokens": settings.max_tokens}
+        runner.write_run_metadata(run_dir, policy_name=name, gen_args=gen_args, games=[e.name for e in entries],
+                                  fingerprint=fingerprint, extra={
+                                      "mode": "collect", "env_lookahead": False, **asdict(settings),
+                                      "policy": spec.describe(),
+                                      "broken_games": {g: str(e) for g, e in broken.items()}})
+        runner.write_experiment_files(tasks, name, gen_args)
+        summary = collect(tasks, policy=policy, policy_name=name, run_dir=run_dir, settings=settings,
+                          gen_args=gen_args, progress=progress)
     return run_dir, summary

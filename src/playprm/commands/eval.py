@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 
 from playprm.config import MODES, SCORERS, EvalConfig, parse_shard
@@ -46,14 +47,9 @@ def register(subparsers) -> None:
 
 
 def config_from_args(args) -> EvalConfig:
-    return EvalConfig(
-        policy_model=args.policy_model, mode=args.mode, prm_path=args.prm_path, games=args.games,
-        game_all=args.game_all, games_dir=args.games_dir, limit=args.limit, results_dir=args.results_dir,
-        n_candidates=args.n_candidates, temperature=args.temperature, max_tokens=args.max_tokens,
-        beam_width=args.beam_width, num_beam_iterations=args.num_beam_iterations, aggregate=args.aggregate,
-        guide_roles=args.guide_roles, seed=args.seed, batch_size=args.batch_size, shard=parse_shard(args.shard),
-        retry_errors=args.retry_errors, scorer=args.scorer,
-    )
+    """The command line's options as an EvalConfig (every field has an option of the same name)."""
+    values = {f.name: getattr(args, f.name) for f in fields(EvalConfig)}
+    return EvalConfig(**{**values, "shard": parse_shard(args.shard)})
 
 
 def run(args) -> int:
