@@ -1,72 +1,44 @@
 """The real-hardware pipeline as a runnable plan (``playprm pipeline --preset qwen3.5-27b``).
 
 Nothing runs here: the plan is a folder with ``run_all.sh`` (the same stages as the tiny pipeline, with the model
-card's settings and SLURM submission where a stage needs GPUs), plus the repository's recipes and sbatch
-templates when they are available (an editable install or a checkout).
+card's settings and SLURM submission where a stage needs GPUs) and ``SETTINGS.md``, both package data in
+``playprm/plan_files``, plus the repository's recipes and sbatch templates when they are available (an editable
+install or a checkout; a wheel install says that they are missing).
 """
 
 from __future__ import annotations
 
+import logging
 import shutil
+from importlib import resources
 from pathlib import Path
 
 from playprm import atomic
 
-REPO = Path(__file__).resolve().parents[2]
+logger = logging.getLogger(__name__)
 
-RUN_ALL = """#!/usr/bin/env bash
-# The model card's pipeline for Qwen/Qwen3.5-27B, written by `playprm pipeline --preset qwen3.5-27b`.
-# Stages are the tiny pipeline's; run them one by one, or submit the sbatch files under slurm/.
-set -euo pipefail
-cd "$(dirname "$0")"
-BASE=${BASE:-Qwen/Qwen3.5-27B}
-N_SHARDS=${N_SHARDS:-8}
+PLAN_FILES = ("run_all.sh", "SETTINGS.md")  # package data under playprm/plan_files, carried by a wheel
 
-# 1. rollouts of the base model on all games (vLLM on one GPU node; resumable)
-cat > model_registry.json <<JSON
-[{"model_name": "qwen3.5-27b-base", "backend": "playprm", "huggingface_id": "$BASE",
-  "model_config": {"engine": "vllm", "chat_template_kwargs": {"enable_thinking": false}}}]
-JSON
-playprm collect --policy-model qwen3.5-27b-base --game-all --samples-per-instance 4 --temperature 1.0 \\
-  --branch-factor 2 --branch-at policy-turns --branch-depth 2 --max-tokens 2048 --results-dir rollouts
 
-# 2. positive-only SFT data and turn-level PRM labels
-playprm sft-data --results-dir rollouts --out sft-data --tokenizer "$BASE" --max-length 1024
-playprm prm-data --results-dir rollouts --labels both --out prm-data
-
-# 3. QLoRA SFT and PRM training on the GPU nodes (slurm/train_*.sbatch run the recipes under recipes/qwen3.5-27b)
-mkdir -p logs
-sbatch --wait --export=ALL,DATA=sft-data,OUT=runs/Qwen3.5-27B-sft-ep1 slurm/train_sft.sbatch
-sbatch --wait --export=ALL,DATA=prm-data,OUT=runs/Qwen3.5-27B-prm slurm/train_prm.sbatch
-
-# 4. evaluation as SLURM array shards, each mode in its own results folder; 5. the side-by-side report
-for MODE in greedy best-of-n beam-search; do
-  sbatch --wait --array=0-$((N_SHARDS - 1)) --export=ALL,MODE=$MODE,N_CANDIDATES=4,POLICY=Qwen3.5-27B-sft-ep1,\
-REGISTRY_DIR=runs/Qwen3.5-27B-sft-ep1,PRM=runs/Qwen3.5-27B-prm,RESULTS=results/$MODE slurm/eval_array.sbatch
-  playprm merge --results-dir results/$MODE/shard_* --out results/$MODE/all
-done
-playprm report --compare results/greedy/all results/best-of-n/all results/beam-search/all --out report
-"""
-
-SETTINGS = """# Model card settings used by this plan
-
-| stage | setting |
-| --- | --- |
-| SFT | QLoRA r=16, alpha=32, dropout 0.05, all linear layers; 4-bit NF4 + double quant, bf16 compute; lr 2e-4 cosine; 1 epoch, early stopping; per-device batch 4, effective 128; max length 1024; paged_adamw_8bit |
-| PRM | same backbone and QLoRA; scalar head at each reply's end-of-turn token; BCE on soft labels |
-| inference | best-of-4 at temperature 0.7, max 2048 tokens; beam search with 20 iterations |
-| chat template | the model's own, enable_thinking=false |
-"""
+def checkout_folder(name: str) -> Path | None:
+    """``name`` (recipes, slurm) of the repository this package runs from, or None when it is installed from a
+    wheel (those folders sit beside the package in a checkout, not inside it)."""
+    folder = Path(__file__).resolve().parents[2] / name  # src/playprm/plan.py -> the checkout
+    return folder if folder.is_dir() and (folder.parent / "pyproject.toml").is_file() else None
 
 
 def write_plan(workdir: Path) -> Path:
     plan = workdir / "qwen3.5-27b-plan"
     plan.mkdir(parents=True, exist_ok=True)
-    script = atomic.write_text(plan / "run_all.sh", RUN_ALL)
-    script.chmod(0o755)
-    atomic.write_text(plan / "SETTINGS.md", SETTINGS)
+    files = resources.files("playprm") / "plan_files"
+    for name in PLAN_FILES:
+        atomic.write_text(plan / name, files.joinpath(name).read_text(encoding="utf-8"))
+    (plan / "run_all.sh").chmod(0o755)
     for name in ("recipes", "slurm"):
-        source = REPO / name
-        if source.is_dir():
+        source = checkout_folder(name)
+        if source is None:
+            logger.warning("%s/ is not part of this install (a wheel); copy it from the playprm repository into %s "
+                           "before running the plan", name, plan)
+        else:
             shutil.copytree(source, plan / name, dirs_exist_ok=True)
     return plan

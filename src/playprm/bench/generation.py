@@ -186,8 +186,8 @@ def _n4_goal(trial, ns) -> Goal:
                  f"products are compute-bound at this size): prefill + 4 x decode = {prefill + 4 * decode:.3f} s "
                  f"({(prefill + 4 * decode) / one:.2f}x), against {four:.3f} s ({four / one:.2f}x) measured.")
     why = (f"{split} The goal holds where a decode step costs about the same for 16 or 64 rows (memory-bound "
-           f"decoding on a GPU, or a model so small that per-step overhead dominates, as DESIGN.md measured on "
-           f"the 2-layer model).")
+           f"decoding on a GPU, or a model so small that per-step overhead dominates, as measured on "
+           f"2 cores with a 2-layer model when the project was designed).")
     return Goal(text="HFPolicy n=4 costs <= 1.5x n=1", measured=measured, limit=1.5, met=measured <= 1.5,
                 why_missed=why)
 

@@ -14,6 +14,8 @@ import random
 import time
 from pathlib import Path
 
+from playprm import atomic, tables
+
 # Qwen/Qwen3-8B's config.json (architecture fields only): 36 layers, hidden 4096, GQA 32/8 heads of 128.
 QWEN3_8B = {
     "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "vocab_size": 151936, "hidden_size": 4096,
@@ -257,9 +259,10 @@ def peak_memory_gib() -> float:
 
 
 def output_dir() -> Path:
-    """``$OUT`` (the device tool's output folder) when set, else ``benchmarks/out/``."""
+    """``$OUT`` (the device tool's output folder) when set, else ``benchmarks/out/`` under the working directory
+    (the ``benchmarks/gpu_*.sh`` scripts run from the repository root; an installed package has no repository)."""
     base = os.environ.get("OUT")
-    path = Path(base) if base else Path(__file__).resolve().parents[3] / "benchmarks" / "out"
+    path = Path(base) if base else Path("benchmarks") / "out"
     path.mkdir(parents=True, exist_ok=True)
     if not base:  # results of a local run are not for committing
         (path / ".gitignore").write_text("*\n")
@@ -270,18 +273,14 @@ def write_results(name: str, data: dict, markdown: str) -> list[Path]:
     """``<name>.json`` and ``<name>.md`` in ``output_dir``; the markdown is printed too."""
     out = output_dir()
     json_path, md_path = out / f"{name}.json", out / f"{name}.md"
-    for path, text in ((json_path, json.dumps(data, indent=2, default=str)), (md_path, markdown)):
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+    atomic.write_text(json_path, json.dumps(data, indent=2, default=str))
+    atomic.write_text(md_path, markdown)
     print(markdown, flush=True)
     return [json_path, md_path]
 
 
 def table(header: list[str], rows: list[list]) -> str:
-    from playprm.bench.report import markdown_table
-
-    return "\n".join(markdown_table(header, rows))
+    return tables.markdown_table(header, rows, align="l" * len(header))
 
 
 def environment() -> dict:

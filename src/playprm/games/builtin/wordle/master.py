@@ -27,10 +27,6 @@ from playprm.games.builtin.episode import OutcomeScorer, PromptedGameMaster, gm_
 from playprm.games.builtin.protocol import clean_word, parse_tagged
 from playprm.games.builtin.wordle import rules
 
-# kept for callers that read feedback through this module; rules.read_feedback is the public way
-_FEEDBACK_LINE = rules.FEEDBACK_LINE
-_COLOUR_MARKS = rules.COLOUR_MARKS
-
 
 class WordleGuesser(Player):
     """The guesser. Its programmatic move (model ``mock``) plays the first allowed word, in alphabetical
