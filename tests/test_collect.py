@@ -7,7 +7,7 @@ import json
 from playprm.cli import main
 from playprm.collect import CollectSettings
 from playprm.commands.collect import run_collect
-from playprm.models.scripted import RandomValidPolicy
+from playprm.games.builtin.scripted import RandomValidPolicy
 
 
 def read_turns(run_dir):

@@ -11,10 +11,11 @@ from test_names import eval_argv, wordle_copy
 
 from playprm.cli import main
 from playprm.config import EvalConfig
+from playprm.games.builtin.scripted import RandomValidPolicy
 from playprm.models.registry import resolve_policy
-from playprm.models.scripted import RandomValidPolicy, WordleOracleScorer
 from playprm.play import run_eval
 from playprm.report.run_metadata import RUN_METADATA_FILE
+from playprm.search.scorers import WordleOracleScorer
 
 RUN = "random-valid-t0.0--random-valid-t0.0"
 

@@ -8,10 +8,11 @@ import pytest
 
 from playprm import runner
 from playprm.episode import Episode, EpisodeTask
-from playprm.models.scripted import RandomValidPolicy, WordleOracleScorer
+from playprm.games.builtin.scripted import RandomValidPolicy
 from playprm.play import guide_filter, turn_player
 from playprm.search import beam_search, dvts
 from playprm.search.base import SearchSettings, aggregate, argmax
+from playprm.search.scorers import WordleOracleScorer
 
 
 @pytest.fixture(scope="module")

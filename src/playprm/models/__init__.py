@@ -30,7 +30,7 @@ def _load(spec: PolicySpec) -> Policy:
 
         return OpenAIPolicy(spec)
     if spec.backend == "scripted":
-        from playprm.models.scripted import RandomValidPolicy
+        from playprm.games.builtin.scripted import RandomValidPolicy
 
         return RandomValidPolicy()
     if spec.backend == "programmatic":

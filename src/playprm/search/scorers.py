@@ -4,9 +4,10 @@
   short replies are not preferred for being short) — what best-of-n amounts to without a verifier;
 - ``ExpertScorer``: 1 for the candidate that is the programmatic expert's move for the player's context, else 0
   (``playprm.models.programmatic``). It sees only what the player sees, never the game's hidden state, so it is
-  an honest upper bound for built-in games rather than a look at the game's answers.
+  an honest upper bound for built-in games rather than a look at the game's answers;
+- ``WordleOracleScorer``: a PRM that knows wordle's target word (tests of the search strategies).
 
-Both score ``Candidate`` objects (``score_candidates``); ``PRMScorer`` scores texts. ``score_candidates`` below
+The first two score ``Candidate`` objects (``score_candidates``); ``PRMScorer`` scores texts. ``score_candidates`` below
 hands each scorer what it reads.
 """
 
@@ -51,3 +52,31 @@ def score_candidates(scorer, contexts, candidates: list[list[Candidate]]) -> lis
 
 
 SCORER_CLASSES = {"logprob": LogprobScorer, "expert": ExpertScorer}
+
+
+class WordleOracleScorer:
+    """A PRM that knows the answer: 1 for the target, otherwise the share of green (and half of yellow) letters."""
+
+    def __init__(self, target: str):
+        self.target = target.lower()
+        self.stats = ScoreStats()
+
+    def score(self, contexts, candidates):
+        from playprm.games.builtin.protocol import parse_tagged
+        from playprm.games.builtin.wordle import rules
+
+        scores = []
+        for group in candidates:
+            row = []
+            for text in group:
+                try:
+                    guess = parse_tagged(text, "GUESS").strip().lower()
+                    pattern = rules.feedback(guess, self.target)
+                except Exception:
+                    row.append(0.0)
+                    continue
+                row.append(1.0 if guess == self.target else
+                           (pattern.count(rules.GREEN) + 0.5 * pattern.count(rules.YELLOW)) / 10)
+            scores.append(row)
+            self.stats.calls += 1
+        return scores
