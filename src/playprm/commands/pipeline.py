@@ -133,11 +133,7 @@ def run_steps(workdir: Path, steps: list[tuple[str, list[str]]], markers: dict, 
 
 def _register_trained_policy(output_dir: Path) -> None:
     """Copy the entry train-sft wrote into the work directory's model_registry.json (clemcore reads cwd)."""
-    from playprm import atomic
+    from playprm.models.registry import read_registry_file, write_registry_entry
 
-    written = json.loads((output_dir / "model_registry.json").read_text(encoding="utf-8"))
-    written = written if isinstance(written, list) else [written]
-    target = Path("model_registry.json")
-    entries = json.loads(target.read_text(encoding="utf-8")) if target.exists() else []
-    names = {e["model_name"] for e in written}
-    atomic.write_json(target, [e for e in entries if e.get("model_name") not in names] + written)
+    for entry in read_registry_file(output_dir / "model_registry.json"):
+        write_registry_entry(Path("."), entry)

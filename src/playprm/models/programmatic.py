@@ -27,7 +27,7 @@ import random
 import re
 
 from playprm.errors import UsageError
-from playprm.models.base import Candidate, PolicySpec
+from playprm.models.base import Candidate, PolicySpec, refuse_prefixes
 
 PREFIX = "programmatic:expert"
 DEFAULT_EPSILON = 0.35
@@ -107,8 +107,8 @@ def referencegame_guesser(context: list[dict]) -> str:
 
 
 def wordle_guess(context: list[dict]) -> str:
+    from playprm.games.builtin.scripted import wordle_history
     from playprm.games.builtin.wordle import rules
-    from playprm.models.scripted import wordle_history
 
     options = rules.consistent_words(wordle_history(context)) or rules.valid_words()
     return f"GUESS: {options[0]}\nEXPLANATION: The first allowed word that fits all feedback so far."
@@ -123,7 +123,7 @@ def taboo_describer(context: list[dict]) -> str:
 
 
 def taboo_guesser(context: list[dict]) -> str:
-    from playprm.models.scripted import _taboo_words
+    from playprm.games.builtin.scripted import _taboo_words
 
     text = "\n".join(m["content"] for m in context if m["role"] == "user")
     guessed = [m["content"].split(":", 1)[-1].strip().lower() for m in context if m["role"] == "assistant"]
@@ -140,7 +140,7 @@ def taboo_guesser(context: list[dict]) -> str:
 
 def expert_move(context: list[dict]) -> str:
     """The expert's reply to ``context`` (a policy's view: the player's messages so far)."""
-    from playprm.models.scripted import valid_moves
+    from playprm.games.builtin.scripted import valid_moves
 
     first = context[0]["content"]
     if "Let's play Wordle" in first:
@@ -155,7 +155,7 @@ def expert_move(context: list[dict]) -> str:
 
 def noisy_moves(context: list[dict]) -> list[str]:
     """Valid moves that are not the expert's: what a noisy step draws from."""
-    from playprm.models.scripted import valid_moves
+    from playprm.games.builtin.scripted import valid_moves
 
     first = context[0]["content"]
     if "reference game" in first and "Tell which of your grids" not in first:
@@ -176,7 +176,8 @@ class ExpertPolicy:
         self.spec = spec_for(selector)
         self.epsilon = parse_selector(selector)
 
-    def generate(self, contexts, *, n=1, temperature=0.0, max_tokens=256, seed=None):
+    def generate(self, contexts, *, n=1, temperature=0.0, max_tokens=256, seed=None, prefixes=None):
+        refuse_prefixes(prefixes, "programmatic")
         out = []
         for row, context in enumerate(contexts):
             digest = hashlib.sha256(repr((seed, row, context)).encode("utf-8", "surrogatepass")).digest()

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from playprm import chat
+from playprm.errors import UsageError
 from playprm.train.base_model import BaseModel
 from playprm.train.dataset_files import read_splits, sft_record_problem
 from playprm.train.run_dir import (
@@ -30,7 +31,6 @@ from playprm.train.run_dir import (
 )
 
 IGNORE = -100  # label of tokens outside assistant replies
-REGISTRY_FILE = "model_registry.json"
 
 
 def conversation_sequences(tokenizer, messages: list[dict], chat_template_kwargs: dict | None = None) -> list[dict]:
@@ -152,11 +152,16 @@ def train_sft(config, base: BaseModel, data_dir: Path, *, resume: bool = False, 
     from datasets import Dataset
     from transformers import AutoModelForCausalLM
     from trl import SFTTrainer
+    from trl.trainer import utils as trl_utils
 
     from playprm.atomic import write_json
+    from playprm.models.registry import write_registry_entry
     from playprm.train.base_model import load_base_model
     from playprm.train.qlora import lora_config
 
+    if not hasattr(trl_utils, "add_fused_lm_head"):  # validation metrics call the fused LM head TRL installs
+        raise UsageError("this TRL has no fused LM head (playprm's SFT validation needs it); "
+                         "install trl>=1.16,<2 as pyproject.toml pins")
     output_dir = Path(config.output_dir)
     splits = read_splits(Path(data_dir), sft_record_problem, "sft-data")
     checkpoint = checkpoint_to_resume(output_dir, resume)
@@ -192,7 +197,7 @@ def train_sft(config, base: BaseModel, data_dir: Path, *, resume: bool = False, 
         name = config.model_name or output_dir.resolve().name
         entry = registry_entry(name, base.model_id, output_dir, load_in_4bit=bool(config.load_in_4bit),
                                chat_template_kwargs=template_kwargs, full_weights=config.full_weights)
-        write_json(output_dir / REGISTRY_FILE, [entry])
+        write_registry_entry(output_dir, entry)
         write_json(output_dir / METRICS_FILE, metrics)
         from playprm.train.model_card import write_run_card
 
