@@ -101,8 +101,9 @@ def build_tokenizer(vocab_size: int, extra_special: list[str] = (), corpus: list
     from transformers import PreTrainedTokenizerFast
 
     tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    if corpus is not None:
+    if corpus is None:
+        tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    else:
         tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
             pre_tokenizers.Split(Regex(CORPUS_PIECES), behavior="isolated"),
             pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),

@@ -27,6 +27,7 @@ from torch.nn import functional
 from transformers import Trainer
 
 from playprm import chat
+from playprm.data.records import instance_of
 from playprm.train.dataset_files import pair_record_problem, prm_record_problem, read_jsonl, read_splits
 from playprm.train.run_dir import (
     METRICS_FILE,
@@ -121,9 +122,12 @@ def pair_sequences(tokenizer, pairs: list[dict], chat_template_kwargs: dict | No
     return items, skipped
 
 
-def instance_key(record: dict) -> tuple:
-    meta = record.get("meta") or {}
-    return tuple(str(meta.get(name)) for name in ("game", "experiment", "game_id"))
+def instance_key(record: dict) -> tuple | None:
+    """The record's instance as ``prm-data`` split it; None for a record without that meta (hand-made pairs)."""
+    try:
+        return instance_of(record)
+    except (KeyError, TypeError):
+        return None
 
 
 def split_pairs(pairs: list[dict], validation_records: list[dict]) -> dict[str, list[dict]]:
