@@ -17,7 +17,8 @@ ARCHS = ("qwen3.5", "qwen3")  # the model card's hybrid-attention Qwen3.5 first,
 
 def _tiny_pair(request, tmp_path_factory, arch: str) -> dict[str, Path]:
     """The session's make_tiny pair of ``arch`` (a few seconds to build, no network), built on first use."""
-    from playprm.models.tiny import TinySize, make_tiny
+    from playprm.models.tiny import TinySize
+    from playprm.prm.tiny import make_tiny
 
     pairs = request.config.stash.setdefault(_PAIRS, {})
     if arch not in pairs:

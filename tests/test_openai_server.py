@@ -32,7 +32,8 @@ def servable(tmp_path_factory) -> dict[str, Path]:
     is served as it is."""
     for module in ("openai", "fastapi", "uvicorn"):
         pytest.importorskip(module, reason="needs the serving extra: pip install 'transformers[serving]'")
-    from playprm.models.tiny import TinySize, make_tiny
+    from playprm.models.tiny import TinySize
+    from playprm.prm.tiny import make_tiny
 
     return make_tiny(tmp_path_factory.mktemp("servable"), TinySize(arch="qwen3"))
 

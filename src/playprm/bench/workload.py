@@ -44,7 +44,7 @@ class ModelPair:
 def tiny_pair(work: Path, size: TinySize) -> ModelPair:
     """``make_tiny`` into ``work/tiny-<arch>-<layers>x<hidden>``, reused when a previous run left the same size
     there."""
-    from playprm.models.tiny import make_tiny
+    from playprm.prm.tiny import make_tiny
 
     out = Path(work) / f"tiny-{size.arch}-{size.layers}x{size.hidden}"
     marker = out / "policy" / "playprm_tiny.json"

@@ -32,7 +32,8 @@ def run(args) -> int:
     if args.out.exists() and not args.out.is_dir():
         raise UsageError(f"--out {args.out} exists and is not a directory; choose another path")
     corpus = read_corpus(args.tokenizer_data) if args.tokenizer_data else None
-    from playprm.models.tiny import TinySize, make_tiny
+    from playprm.models.tiny import TinySize
+    from playprm.prm.tiny import make_tiny
 
     kv_heads = max(1, args.heads // 2)
     paths = make_tiny(

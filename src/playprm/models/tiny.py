@@ -1,8 +1,8 @@
 """Tiny random-weight chat models, built locally so that everything runs offline on CPU in seconds.
 
-``make_tiny(out)`` writes ``out/policy`` and ``out/prm`` (a process reward model on a second tiny backbone),
-both with a byte-level BPE tokenizer trained here and a Qwen-style chat template that understands
-``enable_thinking``. The default architecture is the model card's: **Qwen3.5**, laid out as the hub's
+``write_tiny_policy(folder)`` writes a causal LM with a byte-level BPE tokenizer trained here and a Qwen-style
+chat template that understands ``enable_thinking`` (``playprm.prm.tiny`` adds a PRM on a second tiny backbone
+of the same config, the pair ``make-tiny`` writes). The default architecture is the model card's: **Qwen3.5**, laid out as the hub's
 Qwen/Qwen3.5-27B checkpoint is — ``Qwen3_5ForConditionalGeneration`` (a tiny vision tower beside the language
 model), ``layer_types`` repeating 3 x ``linear_attention`` (gated delta-net) + 1 x ``full_attention``, partial
 rotary embeddings with an interleaved multimodal RoPE. ``arch="qwen3"`` writes the plain softmax-attention
@@ -160,22 +160,20 @@ def tiny_config(tokenizer, size: TinySize):
     return Qwen3_5Config(text_config=text, vision_config=vision, tie_word_embeddings=False, **ids)
 
 
-def make_tiny(out: str | Path, size: TinySize | None = None, seed: int = 0,
-              corpus: list[str] | None = None) -> dict[str, Path]:
-    """Write ``out/policy`` and ``out/prm`` of ``size.arch``, with a tokenizer trained on ``corpus`` when given
-    (see ``build_tokenizer``); returns their paths."""
+def write_tiny_policy(folder: str | Path, size: TinySize | None = None, seed: int = 0,
+                      corpus: list[str] | None = None):
+    """Write a random-weight causal LM of ``size.arch`` into ``folder``, with a tokenizer trained on ``corpus``
+    when given (see ``build_tokenizer``) and ``playprm_tiny.json`` naming its size; returns its config and
+    tokenizer, from which a PRM of the same shape is built."""
     import torch
     from transformers import GenerationConfig
 
-    from playprm.prm.model import ProcessRewardModel
-
     size = size or TinySize()
-    out = Path(out)
+    folder = Path(folder)
     tokenizer = build_tokenizer(size.vocab, VISION_TOKENS if size.arch == "qwen3.5" else [], corpus)
     config = tiny_config(tokenizer, size)
 
     torch.manual_seed(seed)
-    policy_dir = out / "policy"
     if size.arch == "qwen3":
         from transformers import Qwen3ForCausalLM as model_class
     else:  # the hub's layout: the multimodal class, language model under model.language_model
@@ -185,12 +183,7 @@ def make_tiny(out: str | Path, size: TinySize | None = None, seed: int = 0,
     policy.generation_config = GenerationConfig(
         eos_token_id=text.eos_token_id, pad_token_id=text.pad_token_id, do_sample=False
     )
-    policy.save_pretrained(policy_dir)
-    tokenizer.save_pretrained(policy_dir)
-    (policy_dir / "playprm_tiny.json").write_text(json.dumps(size.__dict__, indent=2))
-
-    torch.manual_seed(seed + 1)
-    prm_dir = out / "prm"
-    prm = ProcessRewardModel.from_config(config)
-    prm.save(prm_dir, tokenizer=tokenizer, base_model=None)
-    return {"policy": policy_dir, "prm": prm_dir}
+    policy.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    (folder / "playprm_tiny.json").write_text(json.dumps(size.__dict__, indent=2))
+    return config, tokenizer
