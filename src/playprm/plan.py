@@ -3,7 +3,9 @@
 Nothing runs here: the plan is a folder with ``run_all.sh`` (the same stages as the tiny pipeline, with the model
 card's settings and SLURM submission where a stage needs GPUs) and ``SETTINGS.md``, both package data in
 ``playprm/plan_files``, plus the repository's recipes and sbatch templates when they are available (an editable
-install or a checkout; a wheel install says that they are missing).
+install or a checkout). Those stay in the repository, where the sbatch scripts and the docs use them; from a wheel
+install the plan is written without them, a warning says so, and ``run_all.sh`` refuses to start in one line
+until they are copied in.
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 # Stages are the tiny pipeline's; run them one by one, or submit the sbatch files under slurm/.
 set -euo pipefail
 cd "$(dirname "$0")"
+# recipes/ and slurm/ stay in the playprm repository (sbatch and the docs use them there); a wheel does not carry them
+[ -d recipes ] && [ -d slurm ] || { echo "recipes/ and slurm/ are missing here: copy them from the playprm repository into $PWD" >&2; exit 1; }
 BASE=${BASE:-Qwen/Qwen3.5-27B}
 N_SHARDS=${N_SHARDS:-8}
 
