@@ -17,7 +17,7 @@ from clemcore.backends import Model
 from clemcore.clemgame import GameBenchmark, Player
 from clemcore.clemgame.metrics import BENCH_SCORE, METRIC_SUCCESS
 
-from playprm.games.builtin.episode import OutcomeScorer, PromptedGameMaster, gm_notes
+from playprm.games.builtin.base import OutcomeScorer, PromptedGameMaster, gm_notes
 
 
 class Solver(Player):

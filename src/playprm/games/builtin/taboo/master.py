@@ -30,7 +30,7 @@ from clemcore.clemgame import GameBenchmark, GameError, ParseError, Player, Rule
 from clemcore.clemgame.metrics import BENCH_SCORE, METRIC_SUCCESS
 from nltk.stem.snowball import SnowballStemmer
 
-from playprm.games.builtin.episode import OutcomeScorer, PromptedGameMaster, gm_notes
+from playprm.games.builtin.base import OutcomeScorer, PromptedGameMaster, gm_notes
 from playprm.games.builtin.protocol import clean_word, parse_tagged
 
 _STEMMER = SnowballStemmer("english")

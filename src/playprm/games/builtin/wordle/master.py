@@ -23,7 +23,7 @@ from clemcore.backends import Model
 from clemcore.clemgame import GameBenchmark, GameError, ParseError, Player, RuleViolationError
 from clemcore.clemgame.metrics import BENCH_SCORE, METRIC_SUCCESS
 
-from playprm.games.builtin.episode import OutcomeScorer, PromptedGameMaster, gm_notes
+from playprm.games.builtin.base import OutcomeScorer, PromptedGameMaster, gm_notes
 from playprm.games.builtin.protocol import clean_word, parse_tagged
 from playprm.games.builtin.wordle import rules
 
