@@ -1,4 +1,5 @@
-"""What the built-in game masters and scorers share: prompts, aborts, the outcome keys, GM notes.
+"""The built-in games' base game master (``PromptedGameMaster``) and scorer (``OutcomeScorer``): prompts from
+templates, aborts, the outcome keys, GM notes.
 
 Every game logs the episode outcome as the three keys clemcore's ``GameScorer.score_episode`` reads
 (``Aborted``, ``Success``, ``Lose``: exactly one of them is 1), and its game facts as GM-to-GM notes
