@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from playprm.bench import gpu
+from playprm.bench import gpu, report
 
 
 def hf_engine(args) -> dict:
@@ -146,8 +146,8 @@ def markdown(results: list[dict], info: dict, args, bandwidth: float | None) -> 
                          f"{r['ms_per_step']:.1f}", f"{r['decode_tokens_per_s']:.0f}",
                          f"{r['roofline_with_kv']:.0f}",
                          f"{r['decode_tokens_per_s'] / r['roofline_with_kv'] * 100:.0f}%"])
-    lines += ["", gpu.table(["path", "batch", "prefill s", "full s", "ms/step", "decode tok/s", "roofline tok/s",
-                             "of roofline"], rows)]
+    lines += ["", report.table(["path", "batch", "prefill s", "full s", "ms/step", "decode tok/s", "roofline tok/s",
+                                "of roofline"], rows)]
     return "\n".join(lines) + "\n"
 
 

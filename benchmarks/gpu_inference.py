@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from playprm.bench import gpu
+from playprm.bench import gpu, report
 
 
 def make_policy(tokenizer, config: dict, args, folder: Path):
@@ -128,16 +128,16 @@ def main() -> int:
              f"{build_seconds:.0f} s; peak torch memory {peak:.1f} GiB",
              f"- {args.contexts} contexts of ~{args.prompt_tokens} tokens, up to {args.new_tokens} new tokens, "
              f"best-of-N at temperature 0.7, {args.rounds} alternated rounds (medians)", ""]
-    lines.append(gpu.table(["path", "wall s", "x greedy"],
-                           [[name, f"{med[name]:.3f}", f"{med[name] / base:.2f}x"] for name in overhead]))
+    lines.append(report.table(["path", "wall s", "x greedy"],
+                              [[name, f"{med[name]:.3f}", f"{med[name] / base:.2f}x"] for name in overhead]))
     lines += [""] + [f"- best-of-{n} / greedy = {med[f'best-of-{n}'] / base:.2f} "
                      f"(goal {'<= 1.5' if n == 4 else '<= 2.0' if n == 8 else 'none'})" for n in args.ns]
     prm_tokens = sum(len(chat.prompt_ids(tokenizer, c)) for c in contexts)
     many = med[f"score {args.contexts} contexts x {k}"]
     counts = {f"score {args.contexts} contexts x {k}": args.contexts * k, f"score {few} contexts x {k}": few * k,
               f"score_naive {few} contexts x {k}": few * k}
-    lines += ["", gpu.table(["PRM path", "wall s", "candidates/s"],
-                            [[name, f"{med[name]:.3f}", f"{counts[name] / med[name]:.0f}"] for name in scoring])]
+    lines += ["", report.table(["PRM path", "wall s", "candidates/s"],
+                               [[name, f"{med[name]:.3f}", f"{counts[name] / med[name]:.0f}"] for name in scoring])]
     lines += ["", f"- shared-context scoring: {args.contexts * k / many:.0f} candidates/s, "
                   f"{(prm_tokens + args.contexts * k * args.new_tokens) / many:.0f} tokens/s (contexts once, "
                   f"then candidates)",

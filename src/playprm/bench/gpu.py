@@ -8,13 +8,14 @@ dependencies (clemcore, english-words): nothing here imports them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
 import time
 from pathlib import Path
 
-from playprm import atomic, tables
+from playprm import atomic
 
 # Qwen/Qwen3-8B's config.json (architecture fields only): 36 layers, hidden 4096, GQA 32/8 heads of 128.
 QWEN3_8B = {
@@ -102,6 +103,20 @@ def synchronize() -> None:
         torch.cuda.synchronize()
 
 
+@contextlib.contextmanager
+def bf16_on(device: str | None):
+    """Build weights directly as bf16 on ``device`` (default: ``default_device()``), not fp32 on the CPU first."""
+    import torch
+
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.bfloat16)
+    try:
+        with torch.device(device or default_device()):
+            yield
+    finally:
+        torch.set_default_dtype(previous)
+
+
 def random_causal_lm(config: dict, tokenizer, *, device: str | None = None):
     """A causal LM of ``config`` (Qwen3ForCausalLM or Qwen3_5ForCausalLM) with random bf16 weights, built on the
     device (seconds, no checkpoint)."""
@@ -112,13 +127,8 @@ def random_causal_lm(config: dict, tokenizer, *, device: str | None = None):
     cfg.eos_token_id = tokenizer.convert_tokens_to_ids("<|im_end|>")
     cfg.pad_token_id = tokenizer.pad_token_id
     torch.manual_seed(0)
-    previous = torch.get_default_dtype()
-    torch.set_default_dtype(torch.bfloat16)
-    try:
-        with torch.device(device or default_device()):
-            model = AutoModelForCausalLM.from_config(cfg)
-    finally:
-        torch.set_default_dtype(previous)
+    with bf16_on(device):
+        model = AutoModelForCausalLM.from_config(cfg)
     model.generation_config.eos_token_id = cfg.eos_token_id
     model.generation_config.pad_token_id = cfg.pad_token_id
     return model.eval()
@@ -130,15 +140,9 @@ def random_prm(config: dict, *, device: str | None = None):
 
     from playprm.prm.model import ProcessRewardModel
 
-    cfg = config_object(config)
     torch.manual_seed(1)
-    previous = torch.get_default_dtype()
-    torch.set_default_dtype(torch.bfloat16)
-    try:
-        with torch.device(device or default_device()):
-            prm = ProcessRewardModel.from_config(cfg)
-    finally:
-        torch.set_default_dtype(previous)
+    with bf16_on(device):
+        prm = ProcessRewardModel.from_config(config_object(config))
     return prm.eval()
 
 
@@ -277,10 +281,6 @@ def write_results(name: str, data: dict, markdown: str) -> list[Path]:
     atomic.write_text(md_path, markdown)
     print(markdown, flush=True)
     return [json_path, md_path]
-
-
-def table(header: list[str], rows: list[list]) -> str:
-    return tables.markdown_table(header, rows, align="l" * len(header))
 
 
 def environment() -> dict:

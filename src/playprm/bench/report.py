@@ -80,15 +80,16 @@ def median(values: list[float]) -> float:
     return statistics.median(values)
 
 
-def markdown_table(header: list[str], rows: list[list]) -> list[str]:
-    """Lines of a markdown table, every column left-aligned."""
-    return tables.markdown_table(header, rows, align="l" * len(header)).split("\n")
+def table(header: list[str], rows: list[list]) -> str:
+    """A benchmark write-up's Markdown table (BENCHMARKS.md and the GPU scripts' reports), every column
+    left-aligned."""
+    return tables.markdown_table(header, rows, align="l" * len(header))
 
 
 def render_figure(figure: Figure) -> str:
     """Markdown of one figure: setup, summary table, goals, notes, raw times."""
     lines = [f"### {figure.title}", "", figure.setup, ""]
-    lines += markdown_table(figure.header, figure.rows)
+    lines.append(table(figure.header, figure.rows))
     if figure.goals:
         lines += [""]
         for goal in figure.goals:
@@ -100,8 +101,8 @@ def render_figure(figure: Figure) -> str:
         lines += [""] + [f"- {note}" for note in figure.notes]
     if figure.raw:
         lines += ["", "<details><summary>raw wall times (s), in the order they ran</summary>", ""]
-        lines += markdown_table(["path", "times"], [[label, ", ".join(f"{t:.3f}" for t in times)]
-                                            for label, times in figure.raw.items()])
+        lines.append(table(["path", "times"], [[label, ", ".join(f"{t:.3f}" for t in times)]
+                                               for label, times in figure.raw.items()]))
         lines += ["", "</details>"]
     lines += ["", f"_This benchmark took {figure.seconds:.0f} s._", ""]
     return "\n".join(lines)
@@ -132,7 +133,7 @@ def render_generated(figures: list[Figure], machine: dict, command: str, total_s
     missed = [(f, g) for f in figures for g in f.goals if not g.met]
     summary = [[f.title, g.text, f"{g.measured:.2f}", "met" if g.met else "missed"] for f in figures for g in f.goals]
     if summary:
-        lines += ["Goals at a glance:", ""] + markdown_table(["figure", "goal", "measured", "verdict"], summary) + [""]
+        lines += ["Goals at a glance:", "", table(["figure", "goal", "measured", "verdict"], summary), ""]
     if missed:
         lines += [f"{len(missed)} goal(s) missed; each figure below says what limits it.", ""]
     for figure in figures:
