@@ -53,11 +53,11 @@ def test_out_of_memory_halves_the_batch_and_retries(scorer, monkeypatch):
     real = scorer._score_shared
     calls = []
 
-    def flaky(prompts, replies):
+    def flaky(prompts, replies, *rest):
         calls.append(sum(len(r) for r in replies))
         if len(calls) == 1:
             raise torch.OutOfMemoryError("simulated")
-        return real(prompts, replies)
+        return real(prompts, replies, *rest)
 
     monkeypatch.setattr(scorer, "_score_shared", flaky)
     scores = scorer.score(CONTEXTS, CANDIDATES)

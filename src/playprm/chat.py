@@ -36,6 +36,19 @@ def prompt_ids(tokenizer, messages: list[dict], chat_template_kwargs: dict | Non
     return tokenizer(prompt_text(tokenizer, messages, chat_template_kwargs), add_special_tokens=False).input_ids
 
 
+def history_length(tokenizer, messages: list[dict], prompt: list[int], chat_template_kwargs: dict | None = None) -> int:
+    """How many leading tokens of ``prompt`` (``prompt_ids`` of ``messages``) the next turn's prompt repeats: the
+    context rendered without the generation prompt, where that is a token prefix of ``prompt`` (else all of it).
+    Templates may render the generation prompt differently once a reply follows it (Qwen3's empty think block
+    with ``enable_thinking=False``), so the part after this point is not a safe prefix of the next turn."""
+    history = tokenizer(
+        tokenizer.apply_chat_template(clemcore_messages(messages), tokenize=False, add_generation_prompt=False,
+                                      **(chat_template_kwargs or {})),
+        add_special_tokens=False,
+    ).input_ids
+    return len(history) if 0 < len(history) <= len(prompt) and prompt[:len(history)] == history else len(prompt)
+
+
 def end_of_turn_text(tokenizer) -> str:
     """What the template writes right after an assistant message (e.g. ``<|im_end|>``), found by rendering one."""
     try:

@@ -125,6 +125,7 @@ class Episode:
     generated_tokens: int = 0
     prm_tokens: int = 0
     policy_calls: int = 0
+    turn_costs: list[dict] = field(default_factory=list)  # per policy turn: tokens encoded, generated, scored
     started: float = field(default_factory=time.perf_counter)
     error: dict | None = None
     tags: dict = field(default_factory=dict)  # caller's bookkeeping, copied on fork (e.g. rollout tree ids)
@@ -174,14 +175,19 @@ class Episode:
                 return
             self.env.step(player(context))  # programmatic or other non-policy player
 
-    def play(self, text: str, *, log: dict | None = None, generated_tokens: int = 0, prm_tokens: int = 0) -> None:
-        """Send the chosen reply of the pending turn to the game and move on."""
+    def play(self, text: str, *, log: dict | None = None, generated_tokens: int = 0, prm_tokens: int = 0,
+             prefill_tokens: int | None = None) -> None:
+        """Send the chosen reply of the pending turn to the game and move on. The token counts are the turn's
+        cost: generated (all candidates), scored by the PRM, and the context tokens the policy encoded (``None``:
+        the backend does not say)."""
         assert self.pending is not None, "no policy turn is pending"
         text = printable(text)
         player = self.env.player_by_agent_id[self.env.agent_selection]
         self.generated_tokens += generated_tokens
         self.prm_tokens += prm_tokens
         self.policy_calls += 1
+        self.turn_costs.append({"prefill_tokens": prefill_tokens, "generated_tokens": generated_tokens,
+                                "prm_tokens": prm_tokens})
         if log is not None:
             for candidate in log.get("candidates", []):
                 candidate["text"] = printable(candidate["text"])
@@ -246,6 +252,11 @@ class Episode:
         wall = time.perf_counter() - self.started
         cost = {"generated_tokens": self.generated_tokens, "prm_tokens": self.prm_tokens,
                 "wall_seconds": round(wall, 4), "policy_turns": self.policy_calls}
+        prefill = [turn["prefill_tokens"] for turn in self.turn_costs]
+        if prefill and None not in prefill:
+            cost["prefill_tokens"] = sum(prefill)
+        if self.turn_costs:
+            cost["turns"] = self.turn_costs
         if self.error is None and self.recorders.interactions is not None:
             atomic.write_json(staging / INTERACTIONS_FILE, self.recorders.interactions.interactions)
             for name, recorder in self.recorders.requests.items():

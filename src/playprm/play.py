@@ -42,13 +42,14 @@ def turn_player(mode: str, policy, scorer, settings: SearchSettings, is_guided, 
             choices = strategy.choose([e.pending.context for e in guided], policy, scorer, settings)
             for e, c in zip(guided, choices):
                 e.turn_scores.append(c.scores[c.chosen])
-                e.play(c.text, log=c.log(mode), generated_tokens=c.generated_tokens, prm_tokens=c.prm_tokens)
+                e.play(c.text, log=c.log(mode), generated_tokens=c.generated_tokens, prm_tokens=c.prm_tokens,
+                       prefill_tokens=c.prefill_tokens)
         if plain:
             choices = greedy.choose([e.pending.context for e in plain], policy, scorer, settings,
                                     temperature=temperature)
             for e, c in zip(plain, choices):
                 e.play(c.text, log=c.log("greedy" if temperature == 0 else "sample"),
-                       generated_tokens=c.generated_tokens)
+                       generated_tokens=c.generated_tokens, prefill_tokens=c.prefill_tokens)
 
     return choose_turns
 

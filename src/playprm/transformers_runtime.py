@@ -23,12 +23,16 @@ def bnb_4bit_config():
     )
 
 
-def use_all_cpu_threads() -> None:
-    """clemcore's HF backend pins torch to one thread; on CPU we want every core, unless the user chose a
-    number with OMP_NUM_THREADS (on a shared node fewer threads can be faster, see BENCHMARKS.md)."""
+def choose_cpu_threads() -> None:
+    """On CPU, one torch thread unless ``OMP_NUM_THREADS`` asks for more (torch reads it at start-up).
+
+    Measured when issue 13 was filed (2 cores, real clembench games, the tiny policy): one thread was faster than
+    every core for playprm's batched play, idle (18.2 s against 19.7 s) and beside another busy process (21.9 s
+    against 107.7 s; BENCHMARKS.md figure 0 has this machine's figures), because OpenMP threads spin-wait for each other and lose several-fold when a core is taken;
+    clemcore's backend pins one thread for the same reason. A model large enough to gain from more cores on an
+    idle machine gets them with ``OMP_NUM_THREADS=<cores>``."""
     if not torch.cuda.is_available() and not os.environ.get("OMP_NUM_THREADS"):
-        torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                                  else (os.cpu_count() or 1)))
+        torch.set_num_threads(1)
 
 
 def left_padded(rows: list[list[int]], pad: int, device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -15,6 +15,8 @@ class Candidate:
     logprob: float  # sum of the tokens' log-probabilities under the model (temperature 1)
     finished: bool = True  # False when generation stopped at max_tokens before the end-of-turn token
     raw: str | None = None  # the decoded reply before the backend's post-processing (models.replies); None: text
+    prefill_tokens: int | None = None  # context tokens the model ran for this call (shared by the context's n
+    # candidates; fewer than the context when an earlier turn's state was reused); None: the backend does not say
 
 
 @dataclass

@@ -19,7 +19,7 @@ import logging
 
 import torch
 
-from playprm import chat
+from playprm import chat, prefix_cache
 from playprm.models import replies
 from playprm.models.base import Candidate, PolicySpec
 from playprm.transformers_runtime import (
@@ -28,7 +28,8 @@ from playprm.transformers_runtime import (
     left_padded,
     output_cache,
     repeat_rows,
-    use_all_cpu_threads,
+    select_rows,
+    choose_cpu_threads,
 )
 
 logger = logging.getLogger(__name__)
@@ -49,7 +50,7 @@ def load_causal_lm(spec: PolicySpec, *, device: str | None = None):
             kwargs["quantization_config"] = bnb_4bit_config()
     elif spec.load_in_4bit:
         print(f"playprm: load_in_4bit needs CUDA; loading {spec.model_id} unquantized on CPU")
-    use_all_cpu_threads()
+    choose_cpu_threads()
     tokenizer = AutoTokenizer.from_pretrained(spec.model_id, trust_remote_code=spec.trust_remote_code)
     model = AutoModelForCausalLM.from_pretrained(spec.model_id, **kwargs)
     if spec.peft_model:
@@ -69,13 +70,16 @@ def load_causal_lm(spec: PolicySpec, *, device: str | None = None):
 class HFPolicy:
     """A transformers causal LM behind the ``Policy`` interface."""
 
-    def __init__(self, spec: PolicySpec, model=None, tokenizer=None, *, max_batch_rows: int = 64):
+    def __init__(self, spec: PolicySpec, model=None, tokenizer=None, *, max_batch_rows: int = 64,
+                 reuse_cache: bool = True):
         self.spec = spec
         if model is None:
             model, tokenizer = load_causal_lm(spec)
         self.model = model
         self.tokenizer = tokenizer
         self.max_batch_rows = max_batch_rows  # contexts x n decoded together at most
+        # each episode's state at the end of its last prompt, so its next turn encodes only the new tokens
+        self.prefix_store = prefix_cache.PrefixStore() if reuse_cache else None
         self.generation_config = getattr(model, "generation_config", None)
         self.stop_ids = stop_ids(self.generation_config, tokenizer)
         self.reply_rule = replies.reply_rule(spec, tokenizer)
@@ -96,6 +100,8 @@ class HFPolicy:
         if not contexts:
             return []
         prompts = [self.prompt_ids(context) for context in contexts]
+        keep = [chat.history_length(self.tokenizer, context, prompt, self.spec.chat_template_kwargs)
+                for context, prompt in zip(contexts, prompts)] if self.prefix_store is not None else None
         if prefixes is not None:
             prompts = [p + self.tokenizer(prefix, add_special_tokens=False).input_ids if prefix else p
                        for p, prefix in zip(prompts, prefixes)]
@@ -106,7 +112,8 @@ class HFPolicy:
         results: list[list[Candidate] | None] = [None] * len(prompts)
         for start in range(0, len(order), per_chunk):
             chunk = order[start:start + per_chunk]
-            outputs = self._sample([prompts[i] for i in chunk], n, temperature, max_tokens, generator)
+            outputs = self._sample([prompts[i] for i in chunk], n, temperature, max_tokens, generator,
+                                   keep=None if keep is None else [keep[i] for i in chunk])
             for i, candidates in zip(chunk, outputs):
                 results[i] = candidates
         return results  # type: ignore[return-value]
@@ -139,25 +146,29 @@ class HFPolicy:
 
     @torch.inference_mode()
     def _sample(self, prompts: list[list[int]], n: int, temperature: float, max_tokens: int,
-                generator: torch.Generator) -> list[list[Candidate]]:
+                generator: torch.Generator, *, keep: list[int] | None = None) -> list[list[Candidate]]:
         device = self.device
-        input_ids, mask, positions = left_padded(prompts, self.tokenizer.pad_token_id, device)
-        out = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True)
-        cache, logits = output_cache(out), out.logits[:, -1, :].float()
+        batch = prefix_cache.encode(self.model, prompts, self.tokenizer.pad_token_id, self.prefix_store, device,
+                                    keep=keep)
+        cache, logits, mask, position = batch.cache, batch.logits, batch.mask, batch.next_position
         if n > 1:  # the context was encoded once; its cache now serves all n continuations
             repeat_rows(cache, len(prompts), n, device)
             logits = logits.repeat_interleave(n, dim=0)
             mask = mask.repeat_interleave(n, dim=0)
-            positions = positions.repeat_interleave(n, dim=0)
+            position = position.repeat_interleave(n, dim=0)
         rows = logits.shape[0]
         chain, needs_history = self.processors(temperature, mask)
-        history = input_ids.repeat_interleave(n, dim=0) if needs_history else None
-        next_position = positions[:, -1] + 1
+        history = left_padded(prompts, self.tokenizer.pad_token_id, device)[0].repeat_interleave(n, dim=0) \
+            if needs_history else None
         stop = torch.tensor(self.stop_ids, device=device)
-        tokens = torch.zeros((rows, max_tokens), dtype=torch.long)
-        logprob_sum = torch.zeros(rows, dtype=torch.float64)
-        lengths = torch.zeros(rows, dtype=torch.long)
-        finished = torch.zeros(rows, dtype=torch.bool)
+        # Every step's token and log-probability stay where the logits are; the one host synchronisation a step
+        # is the count of rows still running, which stopping needs. Rows that stopped leave the batch once a
+        # quarter of it has stopped (their cache rows dropped), so they stop costing compute.
+        tokens = torch.zeros((rows, max_tokens), dtype=torch.long, device=device)
+        token_logprobs = torch.zeros((rows, max_tokens), dtype=torch.float32, device=device)
+        running = torch.arange(rows, device=device)  # the original row of each row still in the batch
+        stopped = torch.zeros(rows, dtype=torch.bool, device=device)
+        steps = 0
         for step in range(max_tokens):
             logprobs = torch.log_softmax(logits, dim=-1)
             scores = logits
@@ -166,34 +177,49 @@ class HFPolicy:
             if temperature <= 0:
                 chosen = scores.argmax(dim=-1)
             else:
-                probs = torch.softmax(scores, dim=-1)
-                chosen = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+                chosen = torch.multinomial(torch.softmax(scores, dim=-1), 1, generator=generator).squeeze(-1)
+            tokens[running, step] = chosen
+            token_logprobs[running, step] = logprobs.gather(1, chosen[:, None]).squeeze(-1)
+            steps = step + 1
+            stopped = stopped | torch.isin(chosen, stop)
+            alive = int((~stopped).sum())
+            if alive == 0 or steps == max_tokens:
+                break
+            if alive <= 3 * len(running) // 4:
+                keep = (~stopped).nonzero().squeeze(-1)
+                select_rows(cache, keep)
+                running, stopped, chosen, mask, position = (running[keep], stopped[keep], chosen[keep], mask[keep],
+                                                            position[keep])
+                if history is not None:
+                    history = history[keep]
+                chain, _ = self.processors(temperature, mask)
             if history is not None:
                 history = torch.cat([history, chosen[:, None]], dim=1)
-            alive = (~finished).to(device)
-            tokens[:, step] = chosen.cpu()
-            logprob_sum += torch.where(alive, logprobs.gather(1, chosen[:, None]).squeeze(-1), 0.0).double().cpu()
-            lengths += alive.long().cpu()
-            finished |= torch.isin(chosen, stop).cpu()
-            if bool(finished.all()) or step == max_tokens - 1:
-                break
-            mask = torch.cat([mask, torch.ones((rows, 1), dtype=mask.dtype, device=device)], dim=1)
-            out = self.model(input_ids=chosen[:, None], attention_mask=mask, position_ids=next_position[:, None],
+            mask = torch.cat([mask, torch.ones((len(running), 1), dtype=mask.dtype, device=device)], dim=1)
+            out = self.model(input_ids=chosen[:, None], attention_mask=mask, position_ids=position[:, None],
                              use_cache=True, **cache_kwargs(self.model, cache))
             cache, logits = output_cache(out), out.logits[:, -1, :].float()
-            next_position = next_position + 1
+            position = position + 1
+        return self._candidates(prompts, n, tokens[:, :steps].cpu(), token_logprobs[:, :steps].cpu(), batch.encoded)
+
+    def _candidates(self, prompts: list[list[int]], n: int, tokens: torch.Tensor, token_logprobs: torch.Tensor,
+                    encoded: list[int]) -> list[list[Candidate]]:
+        """The decoded rows as candidates: each row up to and including its first stop token."""
         stop_set = set(self.stop_ids)
         prompt_texts = [self.tokenizer.decode(prompt) for prompt in prompts]
         candidates: list[Candidate] = []
-        for row in range(rows):
-            ids = tokens[row, : int(lengths[row])].tolist()
+        for row in range(tokens.shape[0]):
+            ids = tokens[row].tolist()
+            end = next((k + 1 for k, token in enumerate(ids) if token in stop_set), len(ids))
+            ids = ids[:end]
             stopped = bool(ids) and ids[-1] in stop_set
             prompt = prompts[row // n]
             # clemcore decodes prompt and reply together and removes the decoded prompt (huggingface_local_api.py,
             # split_and_clean_batch_outputs); the end-of-sequence token stays in the raw text, eos_to_cull cuts it
             raw = self.tokenizer.decode(prompt + ids).replace(prompt_texts[row // n], "")
             candidates.append(Candidate(text=self.reply_rule(raw), num_tokens=len(ids),
-                                        logprob=float(logprob_sum[row]), finished=stopped, raw=raw))
+                                        logprob=float(token_logprobs[row, :end].double().sum()), finished=stopped,
+                                        raw=raw, prefill_tokens=encoded[row // n]))
         return [candidates[i * n:(i + 1) * n] for i in range(len(prompts))]
 
 

@@ -3,7 +3,8 @@
 Each context is encoded once; its KV cache is repeated for the N candidates, and only the candidate tokens
 (plus the end-of-turn token, where the head is read) go through the model a second time. For 8 candidates of
 ~32 tokens after a ~1000-token context this is close to the cost of scoring one (see BENCHMARKS.md), where
-the naive way costs ~8x. ``score_naive`` keeps the plain full-sequence path for correctness tests.
+the naive way costs ~8x. Across an episode's turns the context's state is kept (``playprm.prefix_cache``), so a
+turn encodes only what was added since the last one. ``score_naive`` keeps the plain full-sequence path for correctness tests.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from pathlib import Path
 
 import torch
 
-from playprm import chat
-from playprm.transformers_runtime import left_padded, select_rows, use_all_cpu_threads
+from playprm import chat, prefix_cache
+from playprm.transformers_runtime import select_rows, choose_cpu_threads
 
 logger = logging.getLogger(__name__)
 
@@ -34,18 +35,21 @@ class ScoreStats:
 class PRMScorer:
     """Scores (context, candidate) pairs with a ``ProcessRewardModel``; scores are probabilities in [0, 1]."""
 
-    def __init__(self, model, tokenizer, *, chat_template_kwargs: dict | None = None, max_batch_rows: int = 64):
+    def __init__(self, model, tokenizer, *, chat_template_kwargs: dict | None = None, max_batch_rows: int = 64,
+                 reuse_cache: bool = True):
         self.model = model
         self.tokenizer = tokenizer
         self.chat_template_kwargs = chat_template_kwargs or {}
         self.max_batch_rows = max_batch_rows
         self.stats = ScoreStats()
+        # each episode's context state from its last scored turn, so the next turn encodes only the new tokens
+        self.prefix_store = prefix_cache.PrefixStore() if reuse_cache else None
 
     @classmethod
     def from_path(cls, path: str | Path, *, chat_template_kwargs: dict | None = None, load_in_4bit: bool = False):
         from playprm.prm.model import load_prm
 
-        use_all_cpu_threads()
+        choose_cpu_threads()
         model, tokenizer, config = load_prm(path, load_in_4bit=load_in_4bit)
         kwargs = chat_template_kwargs if chat_template_kwargs is not None else config.get("chat_template_kwargs")
         return cls(model, tokenizer, chat_template_kwargs=kwargs)
@@ -56,6 +60,7 @@ class PRMScorer:
     def score(self, contexts: list[list[dict]], candidates: list[list[str]]) -> list[list[float]]:
         """Per context, the PRM probability of each of its candidates. On out-of-memory the batch is halved."""
         prompts = [self._prompt(c) for c in contexts]
+        keep = [chat.history_length(self.tokenizer, c, p, self.chat_template_kwargs) for c, p in zip(contexts, prompts)]
         replies = [[chat.response_ids(self.tokenizer, text) for text in group] for group in candidates]
         results: list[list[float]] = [[] for _ in contexts]
         rows = self.max_batch_rows
@@ -68,7 +73,8 @@ class PRMScorer:
                 chunk.append(i)
                 width += len(replies[i])
             try:
-                scores = self._score_shared([prompts[i] for i in chunk], [replies[i] for i in chunk])
+                scores = self._score_shared([prompts[i] for i in chunk], [replies[i] for i in chunk],
+                                            [keep[i] for i in chunk])
             except torch.OutOfMemoryError:
                 if rows <= 1:
                     raise
@@ -83,20 +89,22 @@ class PRMScorer:
         return results
 
     @torch.inference_mode()
-    def _score_shared(self, prompts: list[list[int]], replies: list[list[list[int]]]) -> list[list[float]]:
+    def _score_shared(self, prompts: list[list[int]], replies: list[list[list[int]]],
+                      keep: list[int] | None = None) -> list[list[float]]:
         device = self.model.device
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
-        # Prefill: all contexts once, left padded, the last prompt token held back so that every candidate
-        # row starts its second pass from it (keeps positions simple and the cache shape uniform).
-        ids, mask, positions = left_padded([p[:-1] for p in prompts], pad, device)
-        out = self.model(ids, attention_mask=mask, position_ids=positions, use_cache=True)
-        cache = out.past_key_values
+        # Prefill: all contexts once (continuing each one's stored state from an earlier turn where there is
+        # one), the last prompt token held back so that every candidate row starts its second pass from it
+        # (keeps positions simple and the cache shape uniform).
+        batch = prefix_cache.encode(self.model, [p[:-1] for p in prompts], pad, self.prefix_store, device,
+                                    keep=keep)
+        cache, mask = batch.cache, batch.mask
         counts = [len(r) for r in replies]
         index = torch.tensor([row for row, k in enumerate(counts) for _ in range(k)], device=device)
         if counts != [1] * len(counts):
             cache = select_rows(cache, index)
         mask = mask.index_select(0, index)
-        start = mask.sum(-1)  # position of the held-back prompt token
+        start = batch.next_position.index_select(0, index)  # position of the held-back prompt token
         tails = [[prompts[row][-1]] + reply for row, group in enumerate(replies) for reply in group]
         width = max(len(t) for t in tails)
         tail_ids = torch.full((len(tails), width), pad, dtype=torch.long)
@@ -112,7 +120,7 @@ class PRMScorer:
         logits = out.logits.gather(1, last[:, None]).squeeze(1).float()
         probs = torch.sigmoid(logits).cpu().tolist()
         self.stats.calls += 1
-        self.stats.context_tokens += sum(len(p) for p in prompts)
+        self.stats.context_tokens += sum(batch.encoded) + len(prompts)  # + the held-back tokens
         self.stats.candidate_tokens += sum(len(t) - 1 for t in tails)
         result, offset = [], 0
         for k in counts:

@@ -61,6 +61,11 @@ class Choice:
             return self.search_tokens
         return sum(c.num_tokens for c in self.candidates)
 
+    @property
+    def prefill_tokens(self) -> int | None:
+        """Context tokens the policy encoded for this turn (its candidates share the context); ``None``: unknown."""
+        return self.candidates[0].prefill_tokens if self.candidates else None
+
     def log(self, mode: str) -> dict:
         return {
             "mode": mode,

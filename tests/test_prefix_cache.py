@@ -1,0 +1,156 @@
+"""Cross-turn reuse: a turn that extends the last one encodes only its new tokens, and nothing else changes.
+
+Every check plays a few multi-turn conversations twice, with reuse and without (``reuse_cache=False``, the
+path that re-encodes the whole conversation each turn), on the card's Qwen3.5 layout (whose linear-attention
+states are carried across turns) and on Qwen3.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from playprm import chat
+from playprm.models.hf import HFPolicy, load_causal_lm
+from playprm.models.registry import resolve_policy
+from playprm.prefix_cache import PrefixStore
+from playprm.prm.scorer import PRMScorer
+
+TURNS = 4
+
+
+@pytest.fixture(scope="module")
+def policies(tiny_models, one_cpu_thread):
+    spec = resolve_policy(str(tiny_models["policy"]))
+    model, tokenizer = load_causal_lm(spec)
+    return HFPolicy(spec, model, tokenizer), HFPolicy(spec, model, tokenizer, reuse_cache=False)
+
+
+def _openings(count: int) -> list[list[dict]]:
+    return [[{"role": "user", "content": f"Let's play round {i}. " + "Guess a word. " * i}] for i in range(count)]
+
+
+def _answer(conversation: list[dict], reply: str, turn: int) -> None:
+    """The played reply and a game answer of a different length for each conversation."""
+    conversation.append({"role": "assistant", "content": reply})
+    conversation.append({"role": "user", "content": f"Feedback {turn}: " + "no " * (turn + len(conversation))})
+
+
+def _play(policy, conversations, *, n: int, temperature: float, seed_base: int = 0):
+    """Play TURNS turns; per turn the candidates of every conversation (the second candidate is played)."""
+    turns = []
+    for turn in range(TURNS):
+        out = policy.generate(conversations, n=n, temperature=temperature, max_tokens=8 + 3 * turn,
+                              seed=seed_base + turn)
+        turns.append(out)
+        for conversation, candidates in zip(conversations, out):
+            _answer(conversation, candidates[-1].text, turn)
+    return turns
+
+
+def test_greedy_play_is_token_for_token_the_same_with_and_without_reuse(policies):
+    reused, plain = policies
+    a = _play(reused, _openings(5), n=1, temperature=0.0)
+    b = _play(plain, _openings(5), n=1, temperature=0.0)
+    for turn_a, turn_b in zip(a, b):
+        for x, y in zip(turn_a, turn_b):
+            assert [c.raw for c in x] == [c.raw for c in y]
+            assert [c.num_tokens for c in x] == [c.num_tokens for c in y]
+            assert x[0].logprob == pytest.approx(y[0].logprob, abs=1e-4)
+
+
+def test_sampled_candidates_are_the_same_with_and_without_reuse(policies):
+    reused, plain = policies
+    a = _play(reused, _openings(3), n=4, temperature=0.9, seed_base=7)
+    b = _play(plain, _openings(3), n=4, temperature=0.9, seed_base=7)
+    assert [[[c.text for c in g] for g in t] for t in a] == [[[c.text for c in g] for g in t] for t in b]
+
+
+@pytest.mark.parametrize("template_kwargs", [{}, {"enable_thinking": False}])
+def test_a_turn_encodes_only_what_was_added_since_the_last(policies, template_kwargs):
+    # With enable_thinking=False the template ends the prompt with an empty think block that it does not keep
+    # in the history of the next turn (as Qwen3's does): the state is kept from before the generation prompt.
+    reused, plain = (_with_template(p, template_kwargs) for p in policies)
+    conversations = _openings(3)
+    previous = [None] * 3
+    for turn in range(TURNS):
+        prompts = [reused.prompt_ids(c) for c in conversations]
+        history = [chat.history_length(reused.tokenizer, c, p, template_kwargs) for c, p in zip(conversations, prompts)]
+        out = reused.generate(conversations, n=2, temperature=0.0, max_tokens=6)
+        for i, (prompt, candidates) in enumerate(zip(prompts, out)):
+            if previous[i] is None:
+                expected = len(prompt)
+            else:
+                assert prompt[:previous[i]] == prompts_before[i][:previous[i]]  # the kept part is repeated
+                expected = len(prompt) - previous[i]
+            assert [c.prefill_tokens for c in candidates] == [expected] * 2
+        again = plain.generate(conversations, n=1, max_tokens=6)
+        assert [g[0].prefill_tokens for g in again] == [len(p) for p in prompts]
+        assert [g[0].raw for g in again] == [g[0].raw for g in out]
+        previous, prompts_before = history, prompts
+        for conversation, candidates in zip(conversations, out):
+            _answer(conversation, candidates[0].text, turn)
+    if template_kwargs:
+        assert all(h < len(p) for h, p in zip(previous, prompts_before))  # the think block was left out
+
+
+def _with_template(policy: HFPolicy, template_kwargs: dict) -> HFPolicy:
+    """The same model and tokenizer with other chat-template arguments and an empty store."""
+    spec = dataclasses.replace(policy.spec, chat_template_kwargs=template_kwargs)
+    return HFPolicy(spec, policy.model, policy.tokenizer, reuse_cache=policy.prefix_store is not None)
+
+
+def test_a_context_that_rewrites_history_is_encoded_in_full_and_counted(policies):
+    reused, plain = policies
+    conversation = _openings(1)[0]
+    reused.generate([conversation], max_tokens=4)
+    before = reused.prefix_store.stats.full
+    rewritten = [{"role": "system", "content": "A new system prompt."}, *conversation,
+                 {"role": "assistant", "content": "x"}, {"role": "user", "content": "again"}]
+    got = reused.generate([rewritten], max_tokens=8)[0][0]
+    assert reused.prefix_store.stats.full == before + 1
+    assert got.prefill_tokens == len(reused.prompt_ids(rewritten))
+    assert got.raw == plain.generate([rewritten], max_tokens=8)[0][0].raw
+
+
+def test_prm_scores_are_the_same_with_and_without_reuse(tiny_models, policies, one_cpu_thread):
+    reused_scorer = PRMScorer.from_path(tiny_models["prm"])
+    plain_scorer = PRMScorer.from_path(tiny_models["prm"])
+    plain_scorer.prefix_store = None
+    policy = policies[0]
+    conversations = _openings(3)
+    for turn in range(TURNS):
+        out = policy.generate(conversations, n=3, temperature=0.9, max_tokens=8, seed=turn)
+        candidates = [[c.text for c in group] for group in out]
+        a = reused_scorer.score(conversations, candidates)
+        b = plain_scorer.score(conversations, candidates)
+        assert [x for g in a for x in g] == pytest.approx([x for g in b for x in g], abs=1e-5)
+        for conversation, group in zip(conversations, out):
+            _answer(conversation, group[0].text, turn)
+    assert reused_scorer.prefix_store.stats.continued == 3 * (TURNS - 1)
+    assert reused_scorer.stats.context_tokens < plain_scorer.stats.context_tokens / 2
+
+
+def test_the_store_keeps_one_state_per_conversation_and_stays_under_its_cap(tiny_models, one_cpu_thread):
+    spec = resolve_policy(str(tiny_models["policy"]))
+    model, tokenizer = load_causal_lm(spec)
+    policy = HFPolicy(spec, model, tokenizer)
+    conversations = _openings(4)
+    for turn in range(3):
+        out = policy.generate(conversations, n=2, temperature=0.0, max_tokens=4)
+        assert len(policy.prefix_store.entries) == 4  # the extended turn replaced the one before it
+        for conversation, group in zip(conversations, out):
+            _answer(conversation, group[0].text, turn)
+    # conversations that stop being played leave once they have not been used for `keep_calls` calls
+    store = policy.prefix_store
+    for _ in range(store.keep_calls):
+        policy.generate(_openings(1), max_tokens=2)
+    last = policy.prompt_ids(_openings(1)[0])
+    assert list(store.entries) == [tuple(last[:chat.history_length(policy.tokenizer, _openings(1)[0], last)])]
+    # beyond the token cap the least recently used go first
+    capped = HFPolicy(spec, model, tokenizer)
+    capped.prefix_store = PrefixStore(max_tokens=len(policy.prompt_ids(_openings(3)[2])) + 1)
+    capped.generate(_openings(3), max_tokens=2)
+    assert capped.prefix_store.tokens <= capped.prefix_store.max_tokens
+    assert len(capped.prefix_store.entries) == 1
