@@ -31,7 +31,7 @@ from playprm.data.rollout_tree import (
 )
 from playprm.data.split import split_by_instance
 from playprm.results import EpisodeRecord, ResultsScan
-from playprm.results.layout import TURNS_FILE
+from playprm.results.layout import TURNS_FILE, instance_key
 
 
 @dataclass
@@ -125,7 +125,7 @@ def tree_records(tree: Path, scan: ResultsScan, skipped: list[tuple[str, str]]) 
         metas[node.turn_id] = {
             "game": node.game, "experiment": node.experiment, "game_id": node.game_id,
             "episode": episode_name(node.leaf_episode), "player": node.player, "game_role": node.game_role,
-            "model": models.get((node.game, node.experiment, str(node.game_id), node.player)),
+            "model": models.get((*instance_key(node.game, node.experiment, node.game_id), node.player)),
             "outcome": leaf_outcome(node) if node.leaf_episode else None, "model_folder": model_dir.name,
             "game_id_source": TURNS_FILE, "turn": node.turn, "turn_id": node.turn_id,
             "parent_id": node.parent_id, "sample": node.sample,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from playprm.results import EpisodeRecord, PlayerInfo
+from playprm.results.layout import instance_key
 
 # the meta keys of Playpen's records (colab-potsdam/playpen-data, examples/trl/data_utils.py), in its order
 PLAYPEN_META = ("game", "experiment", "game_id", "player_name", "game_role", "model", "outcome")
@@ -42,5 +43,5 @@ def playpen_meta(episode: EpisodeRecord, player: PlayerInfo) -> dict:
 def instance_of(record: dict) -> tuple[str, str, str]:
     """The instance ``(game, experiment, game_id)`` a dataset record comes from, as the split keys it."""
     meta = record["meta"]
-    return meta["game"], meta["experiment"], str(meta["game_id"])
+    return instance_key(meta["game"], meta["experiment"], meta["game_id"])
 

@@ -42,6 +42,12 @@ EPISODE_DEPTH = 4  # model-pair / game / experiment / episode
 EPISODE_FOLDER = re.compile(r"(instance|episode|branch)_[0-9A-Za-z][\w.-]*")
 
 
+def instance_key(game: str, experiment: str, game_id: object) -> tuple[str, str, str]:
+    """The key of one game instance, ``(game, experiment, game_id)``: episodes and dataset records sharing it are
+    samples of that instance (and stay on one side of every split)."""
+    return game, experiment, str(game_id)
+
+
 def instance_folder(game_id: object) -> str:
     """clemcore 3.7.2's episode folder name for a game instance: ``instance_00007`` (or ``instance_<id>``)."""
     return f"instance_{game_id:05d}" if isinstance(game_id, int) and not isinstance(game_id, bool) \

@@ -34,6 +34,7 @@ from playprm.results.layout import (
     INSTANCE_FILE,
     INTERACTIONS_FILE,
     SCORES_FILE,
+    instance_key,
     walk_results,
 )
 
@@ -121,7 +122,7 @@ class EpisodeRecord:
     @property
     def instance_key(self) -> tuple[str, str, str]:
         """``(game, experiment, game_id)``: episodes sharing it are samples of one game instance."""
-        return self.game, self.experiment, str(self.game_id)
+        return instance_key(self.game, self.experiment, self.game_id)
 
     @property
     def outcome(self) -> str | None:
