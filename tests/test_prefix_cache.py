@@ -73,7 +73,7 @@ def test_a_turn_encodes_only_what_was_added_since_the_last(policies, template_kw
     # in the history of the next turn (as Qwen3's does): the state is kept from before the generation prompt.
     reused, plain = (_with_template(p, template_kwargs) for p in policies)
     conversations = _openings(3)
-    previous = [None] * 3
+    previous, prompts_before = [None] * 3, [None] * 3
     for turn in range(TURNS):
         prompts = [reused.prompt_ids(c) for c in conversations]
         history = [chat.history_length(reused.tokenizer, c, p, template_kwargs) for c, p in zip(conversations, prompts)]

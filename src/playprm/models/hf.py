@@ -25,11 +25,11 @@ from playprm.models.base import Candidate, PolicySpec
 from playprm.transformers_runtime import (
     bnb_4bit_config,
     cache_kwargs,
+    choose_cpu_threads,
     left_padded,
     output_cache,
     repeat_rows,
     select_rows,
-    choose_cpu_threads,
 )
 
 logger = logging.getLogger(__name__)
@@ -69,6 +69,8 @@ def load_causal_lm(spec: PolicySpec, *, device: str | None = None):
 
 class HFPolicy:
     """A transformers causal LM behind the ``Policy`` interface."""
+
+    compact_rows = True  # drop finished rows from the decode batch (False: every row decodes to the end, for A/B)
 
     def __init__(self, spec: PolicySpec, model=None, tokenizer=None, *, max_batch_rows: int = 64,
                  reuse_cache: bool = True):
@@ -176,8 +178,11 @@ class HFPolicy:
                 scores = processor(history, scores)
             if temperature <= 0:
                 chosen = scores.argmax(dim=-1)
-            else:
-                chosen = torch.multinomial(torch.softmax(scores, dim=-1), 1, generator=generator).squeeze(-1)
+            else:  # one uniform draw per original row and step: a row's sample does not depend on which rows
+                # are still in the batch (or on the other contexts), only on the seed and its place in the call
+                draws = torch.rand(rows, generator=generator, device=device)[running]
+                cdf = torch.softmax(scores, dim=-1, dtype=torch.float32).cumsum(dim=-1)
+                chosen = torch.searchsorted(cdf, (draws * cdf[:, -1])[:, None], right=True).squeeze(-1)
             tokens[running, step] = chosen
             token_logprobs[running, step] = logprobs.gather(1, chosen[:, None]).squeeze(-1)
             steps = step + 1
@@ -185,7 +190,7 @@ class HFPolicy:
             alive = int((~stopped).sum())
             if alive == 0 or steps == max_tokens:
                 break
-            if alive <= 3 * len(running) // 4:
+            if self.compact_rows and alive <= 3 * len(running) // 4:
                 keep = (~stopped).nonzero().squeeze(-1)
                 select_rows(cache, keep)
                 running, stopped, chosen, mask, position = (running[keep], stopped[keep], chosen[keep], mask[keep],

@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from playprm import chat, prefix_cache
-from playprm.transformers_runtime import select_rows, choose_cpu_threads
+from playprm.transformers_runtime import choose_cpu_threads, select_rows
 
 logger = logging.getLogger(__name__)
 
