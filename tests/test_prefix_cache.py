@@ -154,3 +154,28 @@ def test_the_store_keeps_one_state_per_conversation_and_stays_under_its_cap(tiny
     capped.generate(_openings(3), max_tokens=2)
     assert capped.prefix_store.tokens <= capped.prefix_store.max_tokens
     assert len(capped.prefix_store.entries) == 1
+
+
+def test_vllm_reports_the_prompt_tokens_its_prefix_cache_did_not_hold(monkeypatch, tokenizer):
+    # vLLM is not installable here: a stand-in module and engine with vLLM's RequestOutput fields
+    import sys
+    import types
+
+    from playprm.models.base import PolicySpec
+    from playprm.models.vllm_policy import VLLMPolicy
+
+    monkeypatch.setitem(sys.modules, "vllm", types.SimpleNamespace(SamplingParams=lambda **kwargs: kwargs))
+    reply = types.SimpleNamespace(token_ids=[5, 6], cumulative_logprob=-1.0, finish_reason="stop")
+
+    class Engine:
+        def generate(self, prompts, params, **kwargs):
+            return [types.SimpleNamespace(outputs=[reply] * params["n"], num_cached_tokens=cached)
+                    for cached in (0, 16)]
+
+    policy = object.__new__(VLLMPolicy)
+    policy.spec, policy.llm, policy.tokenizer, policy.lora = PolicySpec("v", "vllm", "m"), Engine(), tokenizer, None
+    policy.reply_rule = lambda raw: raw
+    contexts = _openings(2)
+    out = policy.generate(contexts, n=2)
+    lengths = [len(chat.prompt_ids(tokenizer, c)) for c in contexts]
+    assert [[c.prefill_tokens for c in group] for group in out] == [[lengths[0]] * 2, [lengths[1] - 16] * 2]

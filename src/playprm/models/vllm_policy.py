@@ -71,13 +71,16 @@ class VLLMPolicy:
         params = SamplingParams(n=n, temperature=temperature, max_tokens=max_tokens, seed=seed, logprobs=0)
         outputs = self.llm.generate(prompts, params, lora_request=self.lora, use_tqdm=False)
         results = []
-        for output in outputs:
+        for prompt, output in zip(prompts, outputs):
+            # prefix caching: the prompt tokens vLLM did not find in its cache (older vLLMs do not say)
+            cached = getattr(output, "num_cached_tokens", None)
+            prefill = None if cached is None else len(prompt["prompt_token_ids"]) - cached
             group = []
             for o in output.outputs:
                 # decoded from the ids (end-of-sequence token included) as clemcore's huggingface_local decodes
                 raw = self.tokenizer.decode(list(o.token_ids), skip_special_tokens=False)
                 group.append(Candidate(text=self.reply_rule(raw), num_tokens=len(o.token_ids),
                                        logprob=float(o.cumulative_logprob or 0.0), raw=raw,
-                                       finished=o.finish_reason == "stop"))
+                                       finished=o.finish_reason == "stop", prefill_tokens=prefill))
             results.append(group)
         return results
