@@ -141,6 +141,21 @@ def test_saved_prm_reloads_with_load_prm_and_its_adapter_changes_the_backbone(tr
         assert not torch.allclose(base(ids).last_hidden_state, model.backbone(ids).last_hidden_state, atol=1e-4)
 
 
+def test_full_weights_train_and_save_the_whole_backbone(tiny_models, tmp_path):
+    # for the small pipeline's from-scratch models, as train-sft --full-weights: no adapter, every weight trained
+    from playprm.prm.model import load_prm
+    from playprm.prm.scorer import PRMScorer
+
+    data = write_prm_data(tmp_path / "data")
+    assert train_prm_cli(tiny_models, data, tmp_path / "out", "--full-weights", "true") == 0
+    model, tokenizer, config = load_prm(tmp_path / "out", device="cpu")
+    assert config["adapter"] is None and config["backbone"] == "backbone"
+    assert not any("lora" in name for name, _ in model.backbone.named_parameters())
+    context = [{"role": "user", "content": "Game 99. Guess a five-letter word."}]
+    good, bad = PRMScorer(model, tokenizer).score([context], [["GUESS: river GOOD", "GUESS: river BAD"]])[0]
+    assert good > 0.5 > bad
+
+
 def prm_run(tiny_models, data: Path, out: Path, *, resume=False, callbacks=()):
     from playprm.train.base_model import resolve_base_model
     from playprm.train.prm import train_prm

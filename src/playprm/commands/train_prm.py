@@ -11,7 +11,8 @@ def register(subparsers) -> None:
         help="train a PRM on turn labels (BCE) and/or pairs (Bradley-Terry); loads with --prm-path OUT",
         description="QLoRA on the backbone, the scalar head trained in full; one forward pass per episode where "
                     "the turns line up. Any TrainingArguments field and the LoRA fields can be set as "
-                    "--field-name VALUE (e.g. --max-steps 2, --bt-weight 0.5, --max-length 2048). "
+                    "--field-name VALUE (e.g. --max-steps 2, --bt-weight 0.5, --max-length 2048; "
+                    "--full-weights true trains every backbone weight, for models trained from scratch). "
                     "See docs/training.md.",
         allow_abbrev=False,
     )

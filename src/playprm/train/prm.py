@@ -180,7 +180,8 @@ class PRMCollator:
 
 
 class PRMTrainer(Trainer):
-    """The HF Trainer with the PRM loss; checkpoints hold only the trained weights (LoRA and head).
+    """The HF Trainer with the PRM loss; checkpoints hold only the trained weights (LoRA and head, or every
+    weight with ``full_weights``).
 
     ``loss`` is ``bce``, ``bt`` or ``both`` (``bt_weight`` scales the Bradley-Terry term).
     """
@@ -269,8 +270,9 @@ def compute_prm_metrics(prediction) -> dict:
 
 
 def build_prm(base, config, *, initial_label_rate: float):
-    """A ``ProcessRewardModel`` on ``base`` loaded as ``config`` asks, with a LoRA adapter on the backbone and
-    a fresh head whose bias starts at the training labels' log-odds (so the first scores are calibrated)."""
+    """A ``ProcessRewardModel`` on ``base`` loaded as ``config`` asks, with a LoRA adapter on the backbone (every
+    backbone weight trained with ``full_weights``) and a fresh head whose bias starts at the training labels'
+    log-odds (so the first scores are calibrated)."""
     from peft import get_peft_model
     from transformers import set_seed
 
@@ -281,7 +283,8 @@ def build_prm(base, config, *, initial_label_rate: float):
     set_seed(config.seed)  # the adapter and the head start from the run's seed, so a resumed run matches
     backbone = load_base_model(TextBackbone, base, config)
     hidden_size = backbone.config.get_text_config().hidden_size
-    backbone = get_peft_model(backbone, lora_config(config, None))
+    if not config.full_weights:
+        backbone = get_peft_model(backbone, lora_config(config, None))
     model = ProcessRewardModel(backbone, hidden_size)
     rate = min(max(initial_label_rate, 1e-3), 1 - 1e-3)
     with torch.no_grad():

@@ -38,6 +38,9 @@ class ModelCardArguments:
             stops; 0 or unset disables early stopping.
         require_cuda: refuse to run without a CUDA device instead of falling back to CPU.
         model_name: name of the trained model in ``model_registry.json`` (default: the output folder's name).
+        full_weights: train every weight instead of a LoRA adapter and save the whole model. For models trained
+            from random initialisation (the small pipeline), where a low-rank update of random weights teaches
+            little; pretrained bases keep the default, LoRA. Not with ``load_in_4bit`` (4-bit weights are frozen).
 
     Changed ``TrainingArguments`` defaults: lr 2e-4 with a cosine schedule and 3% linear warmup, one epoch, 4
     sequences per device, evaluation and a checkpoint every 10% of training, the best checkpoint (by
@@ -57,6 +60,7 @@ class ModelCardArguments:
     effective_batch_size: int | None = 128
     early_stopping_patience: int | None = 3
     require_cuda: bool = False
+    full_weights: bool = False
     model_name: str | None = None
 
     learning_rate: float = 2e-4
@@ -109,6 +113,11 @@ def resolve_device_defaults(config) -> None:
     """
     import torch
 
+    if config.full_weights and config.load_in_4bit:
+        raise ValueError("--full-weights trains every weight, which 4-bit weights cannot be; "
+                         "drop --load-in-4bit (or --full-weights for a LoRA run)")
+    if config.full_weights and config.load_in_4bit is None:
+        config.load_in_4bit = False
     cuda = torch.cuda.is_available()
     if config.require_cuda and not cuda:
         raise ValueError("--require-cuda is set but no CUDA device is visible (torch.cuda.is_available() is "
