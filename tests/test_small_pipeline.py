@@ -110,14 +110,19 @@ def test_full_weight_sft_trains_every_weight_and_registers_the_saved_model(card_
     assert any(k.endswith("mlp.down_proj.weight") for k in trained)  # whole weights, not an adapter
 
 
-def test_the_small_preset_runs_every_stage_and_writes_results(tmp_path, monkeypatch):
+def test_the_small_preset_runs_every_stage_and_writes_results(tmp_path, monkeypatch, capsys):
     from playprm import small_preset
     from playprm.commands.pipeline import run_steps
 
-    preset = small_preset.SmallPreset(train_per_experiment=3, heldout_per_experiment=2, layers=1, hidden=32,
-                                      sft_steps=2, sft_batch=2, rollout_instances=1, prm_steps=2, prm_batch=2, max_tokens=8, ns=(2,), oracle_ns=(2,))
-    steps = [(stage, argv) for stage, argv in preset.steps()]
-    assert run_steps(tmp_path, steps, small_preset.DONE_MARKERS, done="done") == 0
+    monkeypatch.chdir(tmp_path)
+    workdir = tmp_path / "work"
+    preset = small_preset.SmallPreset(games=(("referencegame", 3, 2),), layers=1, hidden=32, sft_steps=2,
+                                      sft_batch=2, rollout_instances=1, prm_steps=2, prm_batch=2, max_tokens=8,
+                                      ns=(2,), oracle_ns=(2,))
+    assert run_steps(workdir, preset.steps(workdir), preset.done_markers(), done="done") == 0
+    assert Path.cwd() == tmp_path and not (tmp_path / "model_registry.json").exists()  # nothing outside workdir
+    assert f"playprm eval --policy-model {workdir / 'sft-policy'}" in capsys.readouterr().out  # runnable by hand
+    tmp_path = workdir
     results = json.loads((tmp_path / "results.json").read_text())
     names = {row["name"] for row in results["rows"]}
     assert {"base-greedy", "sft-greedy", "sft-sampled", "sft-prm-bon2", "sft-logprob-bon2", "sft-oracle-bon2",

@@ -25,11 +25,9 @@ which would take training alone past the ~25-minute budget.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
-GAMES = ["--game", "referencegame"]
-HELD_OUT = "splits/heldout"
-TRAIN = "splits/train"
-POLICY = "small-sft"
+POLICY = "small-sft"  # the registry name train-sft gives the policy (model_registry.json of the work directory)
 
 
 @dataclass
@@ -37,8 +35,9 @@ class SmallPreset:
     """Sizes of the small pipeline (defaults: the measured preset)."""
 
     seed: int = 0
-    train_per_experiment: int = 1500  # training instances per experiment (two experiments)
-    heldout_per_experiment: int = 150  # held-out instances per experiment (~300 episodes per row)
+    # (game, training instances per experiment, held-out instances per experiment); the reference game has two
+    # experiments, wordle's splits one (secret words from all allowed guesses)
+    games: tuple = (("referencegame", 1500, 150),)
     layers: int = 4
     hidden: int = 128
     teacher_samples: int = 2
@@ -51,9 +50,10 @@ class SmallPreset:
     ns: tuple = (2, 4, 8, 16)
     oracle_ns: tuple = (4, 16)
 
-    def rows(self) -> list[tuple[str, list[str]]]:
-        """(row name, eval flags) of the evaluation grid; each row writes results/<row name>."""
-        prm = ["--prm-path", "prm"]
+    def rows(self, prm: str = "prm") -> list[tuple[str, list[str]]]:
+        """(row name, eval flags) of the evaluation grid, the PRM read from ``prm``; each row writes
+        results/<row name>."""
+        prm = ["--prm-path", prm]
         rows = [("sft-greedy", []), ("sft-sampled", ["--temperature", "0.7"])]
         rows += [(f"sft-prm-bon{n}", ["--mode", "best-of-n", "--n-candidates", str(n), *prm]) for n in self.ns]
         rows += [(f"sft-logprob-bon{n}", ["--mode", "best-of-n", "--n-candidates", str(n), "--scorer", "logprob"])
@@ -65,59 +65,67 @@ class SmallPreset:
                  ("sft-lf-beam", ["--mode", "lf-beam", "--n-candidates", "4", "--beam-width", "2", *prm])]
         return rows
 
-    def steps(self) -> list[tuple[str, list[str]]]:
-        """(stage, argv) of the whole pipeline; paths are relative to the work directory."""
-        s, eval_common = self.seed, ["--games-dir", HELD_OUT, *GAMES, "--max-tokens", str(self.max_tokens),
-                                     "--seed", str(self.seed)]
-        steps = [
-            ("instances train", ["instances", "--out", TRAIN, "--seed", str(1000 + s), "--per-experiment",
-                                 str(self.train_per_experiment), *GAMES]),
-            ("instances held-out", ["instances", "--out", HELD_OUT, "--seed", str(2000 + s), "--per-experiment",
-                                    str(self.heldout_per_experiment), *GAMES, "--exclude", TRAIN]),
-            ("collect teacher", ["collect", "--policy-model", "programmatic:expert", "--games-dir", TRAIN, *GAMES,
+    def steps(self, workdir: Path) -> list[tuple[str, list[str]]]:
+        """(stage, argv) of the whole pipeline, every path under ``workdir``. The evaluations name the trained
+        policy by its folder, so no stage reads the working directory's model registry."""
+        w = lambda path: str(Path(workdir) / path)  # noqa: E731
+        train, held_out, policy = w(TRAIN), w(HELD_OUT), w("sft-policy")
+        s, games = self.seed, [flag for game, _, _ in self.games for flag in ("--game", game)]
+        eval_common = ["--games-dir", held_out, *games, "--max-tokens", str(self.max_tokens), "--seed", str(s)]
+        steps = [(f"instances train {game}", ["instances", "--out", train, "--seed", str(1000 + s),
+                                              "--per-experiment", str(n_train), "--game", game])
+                 for game, n_train, _ in self.games]
+        steps += [(f"instances held-out {game}", ["instances", "--out", held_out, "--seed", str(2000 + s),
+                                                  "--per-experiment", str(n_held_out), "--game", game,
+                                                  "--exclude", train])
+                  for game, _, n_held_out in self.games]
+        steps += [
+            ("collect teacher", ["collect", "--policy-model", "programmatic:expert", "--games-dir", train, *games,
                                  "--samples-per-instance", str(self.teacher_samples), "--temperature", "1.0",
-                                 "--seed", str(s), "--results-dir", "teacher"]),
-            ("sft-data", ["sft-data", "--results-dir", "teacher", "--out", "sft-data"]),
+                                 "--seed", str(s), "--results-dir", w("teacher")]),
+            ("sft-data", ["sft-data", "--results-dir", w("teacher"), "--out", w("sft-data")]),
             # a model trained from scratch gets a tokenizer trained on its training texts (see models.tiny)
-            ("make-tiny", ["make-tiny", "--out", "base", "--arch", "qwen3", "--layers", str(self.layers),
-                           "--hidden", str(self.hidden), "--seed", str(s), "--tokenizer-data", "sft-data/train.jsonl"]),
-            ("eval base-greedy", ["eval", "--policy-model", "base/policy", *eval_common,
-                                  "--results-dir", "results/base-greedy"]),
-            ("train-sft", ["train-sft", "--model", "base/policy", "--data", "sft-data", "--output-dir", "sft-policy",
+            ("make-tiny", ["make-tiny", "--out", w("base"), "--arch", "qwen3", "--layers", str(self.layers),
+                           "--hidden", str(self.hidden), "--seed", str(s), "--tokenizer-data",
+                           w("sft-data/train.jsonl")]),
+            ("eval base-greedy", ["eval", "--policy-model", w("base/policy"), *eval_common,
+                                  "--results-dir", w("results/base-greedy")]),
+            ("train-sft", ["train-sft", "--model", w("base/policy"), "--data", w("sft-data"), "--output-dir", policy,
                            "--full-weights", "true", "--max-steps", str(self.sft_steps),
                            "--per-device-train-batch-size", str(self.sft_batch), "--effective-batch-size",
                            str(self.sft_batch), "--per-device-eval-batch-size", str(self.sft_batch),
                            "--learning-rate", "1e-3", "--warmup-steps", "0.05", "--eval-steps", "0.5",
                            "--save-steps", "0.5", "--logging-steps", "50", "--max-length", "1024",
                            "--activation-checkpointing", "false", "--seed", str(s), "--model-name", POLICY]),
-            ("collect policy", ["collect", "--policy-model", POLICY, "--games-dir", TRAIN, *GAMES, "--limit",
+            ("collect policy", ["collect", "--policy-model", policy, "--games-dir", train, *games, "--limit",
                                 str(self.rollout_instances), "--samples-per-instance", "2", "--branch-factor", "2",
                                 "--branch-depth", "2", "--temperature", "1.0", "--max-tokens", str(self.max_tokens),
-                                "--seed", str(s), "--results-dir", "rollouts"]),
-            ("prm-data", ["prm-data", "--results-dir", "rollouts", "--labels", "both", "--out", "prm-data"]),
-            ("train-prm", ["train-prm", "--model", "sft-policy", "--data", "prm-data", "--output-dir", "prm",
+                                "--seed", str(s), "--results-dir", w("rollouts")]),
+            ("prm-data", ["prm-data", "--results-dir", w("rollouts"), "--labels", "both", "--out", w("prm-data")]),
+            ("train-prm", ["train-prm", "--model", policy, "--data", w("prm-data"), "--output-dir", w("prm"),
                            "--max-steps", str(self.prm_steps), "--per-device-train-batch-size",
                            str(self.prm_batch), "--effective-batch-size", str(self.prm_batch),
-                           "--per-device-eval-batch-size", str(self.prm_batch), "--learning-rate", "1e-3", "--eval-steps", "0.25",
-                           "--save-steps", "0.5", "--logging-steps", "50", "--activation-checkpointing", "false",
-                           "--seed", str(s)]),
+                           "--per-device-eval-batch-size", str(self.prm_batch), "--learning-rate", "1e-3",
+                           "--eval-steps", "0.25", "--save-steps", "0.5", "--logging-steps", "50",
+                           "--activation-checkpointing", "false", "--seed", str(s)]),
         ]
-        steps += [(f"eval {row}", ["eval", "--policy-model", POLICY, *flags, *eval_common, "--results-dir",
-                                   f"results/{row}"]) for row, flags in self.rows()]
-        steps.append(("summarize", ["summarize", "--workdir", ".", "--preset", "small", "--seed", str(s)]))
+        steps += [(f"eval {row}", ["eval", "--policy-model", policy, *flags, *eval_common, "--results-dir",
+                                   w(f"results/{row}")]) for row, flags in self.rows(w("prm"))]
+        steps.append(("summarize", ["summarize", "--workdir", str(workdir), "--preset", "small", "--seed", str(s)]))
         return steps
 
+    def done_markers(self) -> dict[str, str]:
+        """stage -> the file, relative to the work directory, whose presence means it finished (eval, collect
+        and the rest resume on their own)."""
+        markers = {f"instances {split} {game}": f"{folder}/{game}/in/instances.json"
+                   for game, _, _ in self.games for split, folder in (("train", TRAIN), ("held-out", HELD_OUT))}
+        return {**markers, "make-tiny": "base/prm/prm_config.json", "sft-data": "sft-data/README.md",
+                "train-sft": "sft-policy/model_registry.json", "prm-data": "prm-data/README.md",
+                "train-prm": "prm/prm_config.json"}
 
-# stage -> the file whose presence means it finished (eval, collect and the rest resume on their own)
-DONE_MARKERS = {
-    "instances train": f"{TRAIN}/split.json",
-    "instances held-out": f"{HELD_OUT}/split.json",
-    "make-tiny": "base/prm/prm_config.json",
-    "sft-data": "sft-data/README.md",
-    "train-sft": "sft-policy/model_registry.json",
-    "prm-data": "prm-data/README.md",
-    "train-prm": "prm/prm_config.json",
-}
+
+HELD_OUT = "splits/heldout"
+TRAIN = "splits/train"
 
 # the paired comparisons RESULTS.md shows (rows of the grid)
 PAIRS = [("sft-greedy", "base-greedy"), ("sft-prm-bon4", "sft-greedy"), ("sft-prm-bon4", "sft-logprob-bon4"),

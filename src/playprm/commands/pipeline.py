@@ -13,12 +13,13 @@ SLURM scripts with the model card's settings) instead of running it.
 from __future__ import annotations
 
 import json
-import os
 import shlex
+import sys
 import time
 from pathlib import Path
 
 from playprm.errors import UsageError
+from playprm.redact import redact
 
 TINY_GAMES = ["--game-all", "--limit", "2"]
 STAGE_FILE = "stage_seconds.json"
@@ -34,7 +35,8 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-# a stage whose output marker exists is skipped on a rerun (collect and eval resume on their own)
+# a stage whose output marker (relative to the work directory) exists is skipped on a rerun (collect and eval
+# resume on their own)
 DONE_MARKERS = {
     "make-tiny": "tiny/prm/prm_config.json",
     "sft-data": "sft-data/README.md",
@@ -44,32 +46,34 @@ DONE_MARKERS = {
 }
 
 
-def tiny_steps() -> list[tuple[str, list[str]]]:
-    """(stage, argv) for the CPU pipeline; paths are relative to the work directory."""
+def tiny_steps(workdir: Path) -> list[tuple[str, list[str]]]:
+    """(stage, argv) for the CPU pipeline, every path under ``workdir``."""
+    w = lambda path: str(Path(workdir) / path)  # noqa: E731
+    policy = w("sft-policy")
     return [
         # the smoke run uses plain Qwen3 for speed (the card's Qwen3.5 layout costs 2.2x on CPU, BENCHMARKS.md 1b;
         # it is tested on its own in tests/test_card_architecture.py)
-        ("make-tiny", ["make-tiny", "--out", "tiny", "--arch", "qwen3"]),
+        ("make-tiny", ["make-tiny", "--out", w("tiny"), "--arch", "qwen3"]),
         ("collect", ["collect", "--policy-model", "scripted:random-valid", *TINY_GAMES, "--samples-per-instance",
                      "4", "--branch-factor", "2", "--branch-depth", "1", "--temperature", "1.0",
-                     "--results-dir", "rollouts"]),
-        ("sft-data", ["sft-data", "--results-dir", "rollouts", "--out", "sft-data", "--tokenizer", "tiny/policy",
-                      "--max-length", "1024"]),
-        ("train-sft", ["train-sft", "--model", "tiny/policy", "--data", "sft-data", "--output-dir", "sft-policy",
+                     "--results-dir", w("rollouts")]),
+        ("sft-data", ["sft-data", "--results-dir", w("rollouts"), "--out", w("sft-data"), "--tokenizer",
+                      w("tiny/policy"), "--max-length", "1024"]),
+        ("train-sft", ["train-sft", "--model", w("tiny/policy"), "--data", w("sft-data"), "--output-dir", policy,
                        "--max-steps", "40", "--per-device-train-batch-size", "8", "--effective-batch-size", "8",
                        "--learning-rate", "3e-3", "--model-name", "tiny-sft"]),
-        ("prm-data", ["prm-data", "--results-dir", "rollouts", "--labels", "both", "--out", "prm-data"]),
-        ("train-prm", ["train-prm", "--model", "tiny/policy", "--data", "prm-data", "--output-dir", "prm",
+        ("prm-data", ["prm-data", "--results-dir", w("rollouts"), "--labels", "both", "--out", w("prm-data")]),
+        ("train-prm", ["train-prm", "--model", w("tiny/policy"), "--data", w("prm-data"), "--output-dir", w("prm"),
                        "--max-steps", "8", "--per-device-train-batch-size", "4", "--effective-batch-size", "8",
                        "--learning-rate", "1e-3"]),
-        ("eval greedy", ["eval", "--policy-model", "tiny-sft", "--mode", "greedy", *TINY_GAMES,
-                         "--max-tokens", "24", "--results-dir", "results"]),
-        ("eval best-of-n", ["eval", "--policy-model", "tiny-sft", "--mode", "best-of-n", "--n-candidates", "4",
-                            "--prm-path", "prm", *TINY_GAMES, "--max-tokens", "24", "--results-dir", "results"]),
-        ("eval beam-search", ["eval", "--policy-model", "tiny-sft", "--mode", "beam-search", "--n-candidates",
-                              "4", "--beam-width", "2", "--num-beam-iterations", "3", "--prm-path", "prm",
-                              *TINY_GAMES, "--max-tokens", "24", "--results-dir", "results"]),
-        ("report", ["report", "--compare", "results", "--out", "report"]),
+        ("eval greedy", ["eval", "--policy-model", policy, "--mode", "greedy", *TINY_GAMES,
+                         "--max-tokens", "24", "--results-dir", w("results")]),
+        ("eval best-of-n", ["eval", "--policy-model", policy, "--mode", "best-of-n", "--n-candidates", "4",
+                            "--prm-path", w("prm"), *TINY_GAMES, "--max-tokens", "24", "--results-dir", w("results")]),
+        ("eval beam-search", ["eval", "--policy-model", policy, "--mode", "beam-search", "--n-candidates",
+                              "4", "--beam-width", "2", "--num-beam-iterations", "3", "--prm-path", w("prm"),
+                              *TINY_GAMES, "--max-tokens", "24", "--results-dir", w("results")]),
+        ("report", ["report", "--compare", w("results"), "--out", w("report")]),
     ]
 
 
@@ -86,43 +90,41 @@ def run(args) -> int:
         from playprm import small_preset
 
         preset = small_preset.SmallPreset(seed=args.seed)
-        return run_steps(args.workdir, preset.steps(), small_preset.DONE_MARKERS,
+        return run_steps(args.workdir, preset.steps(args.workdir), preset.done_markers(),
                          done=f"results: {args.workdir / 'RESULTS.md'} and results.json")
-    return run_steps(args.workdir, tiny_steps(), DONE_MARKERS, done=f"comparison: {args.workdir / 'report'} "
-                     "(compare.md, compute.png)")
+    return run_steps(args.workdir, tiny_steps(args.workdir), DONE_MARKERS,
+                     done=f"comparison: {args.workdir / 'report'} (compare.md, compute.png)")
 
 
 def run_steps(workdir: Path, steps: list[tuple[str, list[str]]], markers: dict, *, done: str) -> int:
-    """Run ``steps`` (stage, argv) as playprm commands inside ``workdir``, skipping stages whose marker exists;
-    wall seconds per stage go to ``stage_seconds.json`` there (kept across reruns)."""
+    """Run ``steps`` (stage, argv whose paths lie under ``workdir``) as playprm commands from the current
+    directory, printing each as a command a user could run, and skipping stages whose marker (relative to
+    ``workdir``) exists; wall seconds per stage go to ``stage_seconds.json`` there (kept across reruns)."""
     from playprm import atomic
-    from playprm.cli import main
+    from playprm.cli import build_parser
 
     workdir.mkdir(parents=True, exist_ok=True)
-    home = Path.cwd()
-    os.chdir(workdir)  # registry files (model_registry.json written by train-sft) are read from here
+    parser = build_parser()
     timings = []
-    recorded = json.loads(Path(STAGE_FILE).read_text()) if Path(STAGE_FILE).is_file() else {}
-    try:
-        for stage, argv in steps:
-            marker = markers.get(stage)
-            if marker and Path(marker).exists():
-                print(f"\n== {stage}: done earlier ({marker} exists), skipped", flush=True)
-                continue
-            print(f"\n== {stage}: playprm {shlex.join(argv)}", flush=True)
-            start = time.perf_counter()
-            code = main(argv)
-            timings.append((stage, time.perf_counter() - start))
-            recorded[stage] = round(recorded.get(stage, 0.0) + timings[-1][1], 1)
-            atomic.write_json(STAGE_FILE, recorded)
-            if code:
-                print(f"pipeline stopped: stage '{stage}' failed (exit {code}); rerun the same command "
-                      f"after fixing it: finished stages are skipped, collect and eval resume")
-                return code
-            if stage == "train-sft":
-                _register_trained_policy(Path("sft-policy"))
-    finally:
-        os.chdir(home)
+    stage_file = workdir / STAGE_FILE
+    recorded = json.loads(stage_file.read_text()) if stage_file.is_file() else {}
+    for stage, argv in steps:
+        marker = markers.get(stage)
+        if marker and (workdir / marker).exists():
+            print(f"\n== {stage}: done earlier ({workdir / marker} exists), skipped", flush=True)
+            continue
+        print(f"\n== {stage}: playprm {shlex.join(argv)}", flush=True)
+        start = time.perf_counter()
+        code = run_stage(parser, argv)
+        timings.append((stage, time.perf_counter() - start))
+        recorded[stage] = round(recorded.get(stage, 0.0) + timings[-1][1], 1)
+        atomic.write_json(stage_file, recorded)
+        if code:
+            print(f"pipeline stopped: stage '{stage}' failed (exit {code}); rerun the same command "
+                  f"after fixing it: finished stages are skipped, collect and eval resume")
+            return code
+        if stage == "train-sft":
+            _register_trained_policy(workdir, Path(argv[argv.index("--output-dir") + 1]))
     print("\n== stage times")
     for stage, seconds in timings:
         print(f"  {stage:<18} {seconds:7.1f}s")
@@ -131,9 +133,21 @@ def run_steps(workdir: Path, steps: list[tuple[str, list[str]]], markers: dict, 
     return 0
 
 
-def _register_trained_policy(output_dir: Path) -> None:
-    """Copy the entry train-sft wrote into the work directory's model_registry.json (clemcore reads cwd)."""
+def run_stage(parser, argv: list[str]) -> int:
+    """One stage: its command function called with ``argv`` parsed as ``playprm`` parses it; exit status 2 and
+    the command's one-line message on a usage error, as on the command line."""
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except UsageError as error:
+        print(f"playprm {args.command}: error: {redact(str(error))}", file=sys.stderr)
+        return 2
+
+
+def _register_trained_policy(workdir: Path, output_dir: Path) -> None:
+    """Copy the entry train-sft wrote into the work directory's model_registry.json, so that a user working
+    there can name the policy (the pipeline's own stages name its folder)."""
     from playprm.models.registry import read_registry_file, write_registry_entry
 
     for entry in read_registry_file(output_dir / "model_registry.json"):
-        write_registry_entry(Path("."), entry)
+        write_registry_entry(workdir, entry)
