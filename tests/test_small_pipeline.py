@@ -42,6 +42,21 @@ def test_expert_samples_of_one_context_differ_and_repeat_with_the_seed():
     assert len(set(texts)) > 1
 
 
+def test_every_wordle_move_of_the_noisy_expert_fits_the_feedback_so_far():
+    from playprm.games.builtin.wordle import rules
+    from playprm.models.programmatic import ExpertPolicy
+
+    history = [("crane", rules.feedback("crane", "plant"))]
+    context = [{"role": "user", "content": "Let's play Wordle. Make your first guess."}]
+    for guess, pattern in history:
+        context += [{"role": "assistant", "content": f"GUESS: {guess}"},
+                    {"role": "user", "content": f"Feedback on guess 1 ({guess}): "
+                                                + rules.describe_feedback(guess, pattern)}]
+    moves = ExpertPolicy("programmatic:expert-eps1").generate([context], n=8, temperature=1.0, seed=0)[0]
+    words = [c.text.split("\n")[0].removeprefix("GUESS: ") for c in moves]
+    assert len(set(words)) > 1 and set(words) <= set(rules.consistent_words(history))
+
+
 def test_a_bad_expert_selector_is_one_line(tmp_path, capsys):
     code = main(["eval", "--policy-model", "programmatic:expert-eps2", "--game", "wordle",
                  "--results-dir", str(tmp_path)])
@@ -57,9 +72,13 @@ def test_a_held_out_split_shares_no_instance_with_the_training_split(tmp_path):
     train = {g: {content(i) for i in rows} for g, rows in split_instances(tmp_path / "train").items()}
     for game, rows in split_instances(tmp_path / "heldout").items():
         assert not {content(i) for i in rows} & train[game]
-    # word games with a few dozen secret words cannot be held out: every new draw repeats a training instance
+    # taboo's 24 card words cannot be held out: every new draw repeats a training instance
     assert summary["games"]["taboo"]["instances"] == 0
     assert summary["games"]["referencegame"]["instances"] == 20
+    # wordle's splits draw from all allowed guesses: new secret words, none a training target
+    assert summary["games"]["wordle"]["instances"] == 10
+    assert summary["games"]["wordle"]["target_shared_with_exclude"] == 0
+    assert json.loads((tmp_path / "heldout" / "split.json").read_text())["games"]["wordle"]["seed"] == 2
 
 
 def test_best_of_n_by_log_probability_and_by_the_expert_need_no_prm(card_models, tmp_path):

@@ -4,8 +4,10 @@ The built-in games ship 20 instances each; training needs more, and an honest ev
 training example came from. ``write_split`` copies the built-in game folders into a new folder and writes each
 game's ``in/instances.json`` from the game's own seeded instance generator with another seed and size. Instances
 whose content (everything but ``game_id``) equals an instance of an ``exclude`` split are dropped, so a held-out
-split never repeats a training instance; word games with small word lists still share target words between
-splits (counted in the split's ``split.json``).
+split never repeats a training instance. Wordle's splits draw their secret words from all 14,430 allowed guesses
+(its built-in lists hold 70), so a held-out split shares no target with the training split; taboo's 24 card
+words cannot be held out (every new draw repeats a training instance and is dropped). ``split.json`` counts
+both per game; writing more games into an existing split folder keeps the games already there.
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ def generate(game: str, seed: int, per_experiment: int) -> dict:
     module = importlib.import_module(f"playprm.games.builtin.{game}.instancegenerator")
     generator = getattr(module, GENERATORS[game])()
     generator.INSTANCES_PER_EXPERIMENT = per_experiment
+    if game == "wordle":
+        generator.ALLOWED_TARGETS = True  # the 70 listed secret words cannot be held out
     generator.on_generate(seed)
     return generator.instances
 
@@ -71,7 +75,7 @@ def write_split(out: Path, *, seed: int, per_experiment: int, games: list[str] |
         for game, instances in split_instances(Path(folder)).items():
             excluded_instances.setdefault(game, []).extend(instances)
     excluded = {game: {_content(i) for i in rows} for game, rows in excluded_instances.items()}
-    summary = {"seed": seed, "per_experiment": per_experiment, "exclude": [str(p) for p in exclude], "games": {}}
+    summary = {"games": {}}
     for game in games:
         document = generate(game, seed, per_experiment)
         dropped, kept_ids = 0, 0
@@ -91,9 +95,13 @@ def write_split(out: Path, *, seed: int, per_experiment: int, games: list[str] |
         atomic.write_json(target / "in" / "instances.json", document)
         others = {_target(i) for i in excluded_instances.get(game, [])}
         shared = sum(1 for e in document["experiments"] for i in e["game_instances"] if _target(i) in others)
-        summary["games"][game] = {"instances": kept_ids, "dropped_as_in_exclude": dropped,
+        summary["games"][game] = {"seed": seed, "per_experiment": per_experiment,
+                                  "exclude": [str(p) for p in exclude], "instances": kept_ids,
+                                  "dropped_as_in_exclude": dropped,
                                   "target_shared_with_exclude": shared}
-    atomic.write_json(Path(out) / SPLIT_FILE, summary)
+    path = Path(out) / SPLIT_FILE
+    earlier = json.loads(path.read_text(encoding="utf-8"))["games"] if path.is_file() else {}
+    atomic.write_json(path, {"games": {**earlier, **summary["games"]}})
     return summary
 
 

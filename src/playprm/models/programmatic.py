@@ -3,7 +3,7 @@
 The model card trains on a strong base model's winning episodes; at small scale on a CPU no such model exists,
 so ``programmatic:expert`` plays the built-in games by their rules, from the context alone (what a policy sees):
 
-- wordle: the first word of the game's word list consistent with all feedback so far (the games' own ``mock``
+- wordle: the first allowed word consistent with all feedback so far (the game's own ``mock``
   strategy);
 - referencegame: the describer names one row that only the target grid has at that place ("the third row is
   X X ▢ ▢ X"); the guesser first lists that row of each of its grids with whether it is the one named, one line
@@ -17,7 +17,10 @@ so ``programmatic:expert`` plays the built-in games by their rules, from the con
 It is deliberately imperfect: each move is, with probability ``epsilon``, a random *valid* move instead
 (``programmatic:expert`` uses ``DEFAULT_EPSILON``; ``programmatic:expert-eps0.2`` sets it). At the default it wins
 about two thirds of the reference games (measured on 120 held-out instances; the noise-free expert wins all), so
-positive-only filtering has failures to remove and a PRM trained on its play sees both outcomes. Results of this policy are teacher data, and their folders are named ``programmatic-expert-...``.
+positive-only filtering has failures to remove and a PRM trained on its play sees both outcomes. In wordle a
+noisy move is another word that fits the feedback, worded as the expert's: the teacher wins about three quarters
+of its games either way (within six guesses, late: its first guess is always ``aalii``), failures coming from the
+guess limit. Results of this policy are teacher data, and their folders are named ``programmatic-expert-...``.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import random
 import re
+from functools import lru_cache
 
 from playprm.errors import UsageError
 from playprm.models.base import Candidate, PolicySpec, refuse_prefixes
@@ -106,12 +110,32 @@ def referencegame_guesser(context: list[dict]) -> str:
     return guesser_reply(rows, cells, next((lb for lb, r in zip(GUESSER_LABELS, rows) if r == cells), "first"))
 
 
-def wordle_guess(context: list[dict]) -> str:
+@lru_cache(maxsize=65536)
+def wordle_options(history: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
+    """The allowed words consistent with every (guess, pattern) of ``history``, in list order; filtered one
+    pair at a time from the cached answer for the shorter history (episodes share their first guesses)."""
+    from playprm.games.builtin.wordle import rules
+
+    if not history:
+        return tuple(rules.valid_words())
+    return tuple(rules.consistent_words(history[-1:], wordle_options(history[:-1])))
+
+
+def wordle_reply(word: str) -> str:
+    return f"GUESS: {word}\nEXPLANATION: A word that fits all feedback so far."
+
+
+def wordle_moves(context: list[dict]) -> tuple[str, ...]:
+    """The words a guesser may still play: consistent with all feedback (every allowed word when none is)."""
     from playprm.games.builtin.scripted import wordle_history
     from playprm.games.builtin.wordle import rules
 
-    options = rules.consistent_words(wordle_history(context)) or rules.valid_words()
-    return f"GUESS: {options[0]}\nEXPLANATION: The first allowed word that fits all feedback so far."
+    return wordle_options(tuple(wordle_history(context))) or tuple(rules.valid_words())
+
+
+def wordle_guess(context: list[dict]) -> str:
+    """The first allowed word consistent with all feedback so far."""
+    return wordle_reply(wordle_moves(context)[0])
 
 
 def taboo_describer(context: list[dict]) -> str:
@@ -165,6 +189,8 @@ def noisy_moves(context: list[dict]) -> list[str]:
     if "reference game" in first and (named := _named_rows(context)):
         # a guesser's slip: the same work, then any answer
         return [guesser_reply(*named, label) for label in GUESSER_LABELS]
+    if "Let's play Wordle" in first:  # another word that fits the feedback, worded as the expert's
+        return [wordle_reply(w) for w in wordle_moves(context)]
     return valid_moves(context)
 
 

@@ -1,6 +1,10 @@
 """Writes ``in/instances.json`` for wordle: two experiments of ten secret words each, fixed seed.
 
 python src/playprm/games/builtin/wordle/instancegenerator.py
+
+Training and held-out splits (``playprm instances``) set ``ALLOWED_TARGETS``: one experiment whose secret words
+are drawn from all 14,430 allowed guesses, since the two frequency lists hold only 70 words and a held-out
+split of them would repeat the training instances.
 """
 
 from __future__ import annotations
@@ -9,18 +13,27 @@ import random
 from pathlib import Path
 
 from playprm.games.builtin.generation import SeededInstanceGenerator
-from playprm.games.builtin.wordle.rules import is_valid_word
+from playprm.games.builtin.wordle.rules import is_valid_word, valid_words
 
 MAX_GUESSES = 6
 
 
 class WordleInstanceGenerator(SeededInstanceGenerator):
-    """One experiment per word group of ``resources/target_words.json``; targets sampled without repeats."""
+    """One experiment per word group of ``resources/target_words.json``, or with ``ALLOWED_TARGETS`` one
+    experiment ``allowed_words`` over every allowed guess; targets sampled without repeats."""
+
+    ALLOWED_TARGETS = False
 
     def __init__(self):
         super().__init__(Path(__file__).resolve().parent)
 
     def add_experiments(self, rng: random.Random) -> None:
+        if self.ALLOWED_TARGETS:
+            experiment = self.add_experiment("allowed_words")
+            experiment["max_guesses"] = MAX_GUESSES
+            for word in self.draw(rng, valid_words(), self.INSTANCES_PER_EXPERIMENT):
+                self.add_instance(experiment, target_word=word, max_guesses=MAX_GUESSES)
+            return
         groups = self.resource("target_words.json")
         for name in ("high_frequency_words", "medium_frequency_words"):
             unknown = [w for w in groups[name] if not is_valid_word(w)]
