@@ -240,12 +240,12 @@ def _supported(cache, store: PrefixStore) -> bool:
 
 def _row(batch: Encoded, row: int, tokens: list[int]) -> RowState:
     """Row ``row`` of ``batch`` as a ``RowState`` (copies: the batch's tensors change as decoding goes on)."""
-    real = batch.mask[row].bool()
+    real = batch.mask[row].nonzero().squeeze(-1)  # the row's columns that hold tokens (one sync, not one a layer)
     layers = []
     for layer in batch.cache.layers:
         parts: dict = {}
         if _KV in _SUPPORTED[type(layer).__name__]:
-            parts[_KV] = (layer.keys[row:row + 1][:, :, real].clone(), layer.values[row:row + 1][:, :, real].clone())
+            parts[_KV] = (layer.keys[row:row + 1].index_select(2, real), layer.values[row:row + 1].index_select(2, real))
         if _STATES in _SUPPORTED[type(layer).__name__]:
             parts[_STATES] = {i: (layer.conv_states[i][row:row + 1].clone(),
                                   layer.recurrent_states[i][row:row + 1].clone())
