@@ -1,8 +1,10 @@
 """What the benchmarks run on: tiny local models, game prompts from the built-in games, a clemcore workspace.
 
 Everything is made locally (no download): ``make_tiny`` models, the first policy turn of built-in game
-episodes as contexts, and a workspace whose ``model_registry.json`` and ``game_registry.json`` let clemcore's
-own runner play the same model on the same games.
+episodes as contexts, a workspace whose ``model_registry.json`` and ``game_registry.json`` let clemcore's
+own runner play the same model on the same games, and the multi-turn workload: a small model trained by
+playprm's own stages just until it keeps the reply formats of wordle and taboo, so that its episodes play
+several turns (a random-weight model breaks the formats and ends every episode at its first turn).
 """
 
 from __future__ import annotations
@@ -13,7 +15,10 @@ import logging
 import os
 import random
 import re
-from dataclasses import dataclass
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from playprm import chat
@@ -26,6 +31,9 @@ GAMES = ["wordle", "taboo", "referencegame"]
 SMALL = TinySize(layers=4, hidden=256, heads=4, kv_heads=2)  # `make-tiny --layers 4 --hidden 256 --heads 4`
 SMALL_QWEN3 = TinySize(layers=4, hidden=256, heads=4, kv_heads=2, arch="qwen3")  # the same size without Qwen3.5
 TINY = TinySize()  # make-tiny's defaults: the card's Qwen3.5 layout, 4 layers, hidden 64
+WIDE = TinySize(layers=8, hidden=1024, heads=8, kv_heads=2)  # a PRM width where attention over 1k tokens is small
+MULTITURN_GAMES = ["wordle", "taboo"]  # the built-in games whose episodes last several policy turns
+SUITE_WAIT_POLICY = "PLAYPRM_BENCH_SET_WAIT_POLICY"  # set by `playprm bench` when it chose OMP_WAIT_POLICY
 
 
 @dataclass
@@ -55,6 +63,123 @@ def tiny_pair(work: Path, size: TinySize) -> ModelPair:
     return ModelPair(size, out / "policy", out / "prm")
 
 
+@dataclass
+class MultiturnRecipe:
+    """How the multi-turn workload's policy is made: the stages of ``playprm pipeline --preset small`` on
+    wordle and taboo, few steps. ``steps=0`` trains nothing and uses the ``size`` tiny pair as it is (quick
+    mode: the numbers mean nothing, the episodes end at their first turn)."""
+
+    size: TinySize = field(default_factory=lambda: TinySize(layers=4, hidden=128, heads=4, kv_heads=2))
+    teacher_samples: int = 4  # programmatic:expert episodes per instance (40 instances of wordle and taboo)
+    # full-weight SFT steps: enough to keep the formats (measured: after 80 steps the taboo describer still
+    # answered like a guesser; after 160 every episode of both games played to its end), far from playing well
+    steps: int = 160
+    batch: int = 4
+    learning_rate: float = 3e-3
+    seed: int = 0
+
+    def stages(self) -> list[tuple[str, list[str]]]:
+        """(stage, argv) of the playprm commands that build it, run inside its folder."""
+        games = [arg for game in MULTITURN_GAMES for arg in ("--game", game)]
+        s = self.size
+        return [
+            ("collect teacher", ["collect", "--policy-model", "programmatic:expert", *games, "--samples-per-instance",
+                                 str(self.teacher_samples), "--temperature", "1.0", "--seed", str(self.seed),
+                                 "--results-dir", "teacher"]),
+            ("sft-data", ["sft-data", "--results-dir", "teacher", "--out", "sft-data"]),
+            ("make-tiny", ["make-tiny", "--out", "base", "--arch", s.arch, "--layers", str(s.layers), "--hidden",
+                           str(s.hidden), "--heads", str(s.heads), "--seed", str(self.seed), "--tokenizer-data",
+                           "sft-data/train.jsonl"]),
+            ("train-sft", ["train-sft", "--model", "base/policy", "--data", "sft-data", "--output-dir", "sft-policy",
+                           "--full-weights", "true", "--max-steps", str(self.steps), "--per-device-train-batch-size",
+                           str(self.batch), "--effective-batch-size", str(self.batch),
+                           "--per-device-eval-batch-size", str(self.batch), "--learning-rate",
+                           str(self.learning_rate), "--warmup-steps", "0.05",
+                           # one evaluation and one checkpoint, at the end (a whole number is a step count)
+                           "--eval-steps", str(self.steps), "--save-steps", str(self.steps), "--logging-steps", "10", "--max-length", "1024",
+                           "--activation-checkpointing", "false", "--seed", str(self.seed),
+                           "--model-name", "bench-multiturn"]),
+        ]
+
+
+@dataclass
+class Multiturn:
+    """The multi-turn workload: its policy (SFT), a PRM of the same tokenizer (make-tiny's, random weights: fine
+    for timing, its scores mean nothing), and how it was made."""
+
+    models: ModelPair
+    recipe: MultiturnRecipe
+    stage_seconds: dict = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        s = self.recipe.size
+        if not self.recipe.steps:
+            return f"{self.models.label} tiny (untrained: quick mode)"
+        return f"{s.arch} {s.layers}-layer hidden-{s.hidden} SFT policy ({self.recipe.steps} steps)"
+
+    def how_made(self) -> str:
+        """One paragraph for a figure's notes: the stages, their cost, and what the PRM is."""
+        r = self.recipe
+        if not r.steps:
+            return "untrained tiny pair (quick mode)."
+        built = ", ".join(f"{stage} {t['cpu']:.0f} s CPU ({t['wall']:.0f} s wall)"
+                          for stage, t in self.stage_seconds.items())
+        return (f"`programmatic:expert` played each wordle and taboo instance {r.teacher_samples} times "
+                f"(collect), `sft-data`, `make-tiny --tokenizer-data` ({r.size.arch}, {r.size.layers} layers, "
+                f"hidden {r.size.hidden}), `train-sft --full-weights true --max-steps {r.steps}` at batch {r.batch}; "
+                f"built once ({built or 'earlier'}). The PRM is make-tiny's (same tokenizer, random weights): fine "
+                f"for timing, its scores mean nothing.")
+
+
+def multiturn_workload(work: Path, recipe: MultiturnRecipe, log=print) -> Multiturn:
+    """Build the multi-turn workload into ``work/multiturn-...`` once (each stage a ``playprm`` process, output
+    in ``build.log`` there), reused while ``recipe.json`` there matches ``recipe``."""
+    if not recipe.steps:
+        return Multiturn(tiny_pair(work, recipe.size), recipe)
+    s = recipe.size
+    out = Path(work) / f"multiturn-{s.arch}-{s.layers}x{s.hidden}-{recipe.steps}steps"
+    marker = out / "recipe.json"
+    models = ModelPair(s, out / "sft-policy", out / "base" / "prm")
+    if marker.is_file():
+        saved = json.loads(marker.read_text(encoding="utf-8"))
+        if saved.get("recipe") == json.loads(json.dumps(asdict(recipe))):
+            return Multiturn(models, recipe, saved.get("stage_seconds", {}))
+    out.mkdir(parents=True, exist_ok=True)
+    seconds = {}
+    with open(out / "build.log", "w", encoding="utf-8") as handle:
+        for stage, argv in recipe.stages():
+            log(f"bench: multi-turn workload: {stage} ...")
+            start, cpu = time.perf_counter(), _children_cpu()
+            subprocess.run([sys.executable, "-m", "playprm", *argv], cwd=out, check=True, stdout=handle,
+                           stderr=subprocess.STDOUT, env=user_env())
+            # CPU seconds beside wall seconds: on a shared machine only the former say what the stage costs
+            seconds[stage] = {"wall": round(time.perf_counter() - start, 1), "cpu": round(_children_cpu() - cpu, 1)}
+    marker.write_text(json.dumps({"recipe": asdict(recipe), "stage_seconds": seconds}, indent=2), encoding="utf-8")
+    return Multiturn(models, recipe, seconds)
+
+
+def _children_cpu() -> float:
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def user_env(threads: int | None = None) -> dict:
+    """The environment a user's ``playprm`` or ``clem`` process gets: without the suite's own OpenMP settings
+    (``OMP_NUM_THREADS`` set for development, the suite's passive wait policy) unless ``threads`` asks for a
+    thread count."""
+    env = dict(os.environ)
+    env.pop("OMP_NUM_THREADS", None)
+    if env.pop(SUITE_WAIT_POLICY, None):
+        env.pop("OMP_WAIT_POLICY", None)
+    if threads is not None:
+        env["OMP_NUM_THREADS"] = str(threads)
+    return env
+
+
+
 def quiet() -> None:
     """Keep the suite's output readable: no weight-loading bars, no per-game info lines from clemcore."""
     import clemcore  # noqa: F401  (its import configures logging; levels set before it would be reset)
@@ -67,7 +192,7 @@ def quiet() -> None:
         logging.getLogger(name).setLevel(logging.ERROR)
 
 
-def episode_tasks(run_dir: Path, limit: int, games: list[str] | None = None, samples: int = 1):
+def episode_tasks(run_dir: Path, limit: int | None, games: list[str] | None = None, samples: int = 1):
     """Planned episodes (the runner's own ``plan``) of the built-in games, ``limit`` instances per experiment."""
     from playprm import runner
     from playprm.play import prepare_games
@@ -206,7 +331,8 @@ class ValidGuessPolicy:
         out = self.policy.generate(contexts, n=n, temperature=temperature, max_tokens=max_tokens, seed=seed)
         return [[Candidate(text=f"GUESS: {self.random.choice(self.words)}\nEXPLANATION: "
                                 + " ".join(c.text.split()),
-                           num_tokens=c.num_tokens, logprob=c.logprob) for c in group] for group in out]
+                           num_tokens=c.num_tokens, logprob=c.logprob, prefill_tokens=c.prefill_tokens)
+                 for c in group] for group in out]
 
 
 def wordle_words() -> list[str]:

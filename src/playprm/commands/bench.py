@@ -40,8 +40,9 @@ def run(args) -> int:
     # libgomp threads spin while they wait for each other; on cores shared with other busy processes that
     # spinning costs several-fold (see figure 0), so the suite waits passively unless told otherwise. It must be
     # set before torch loads its OpenMP runtime.
-    if "torch" not in sys.modules:
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    if "torch" not in sys.modules and "OMP_WAIT_POLICY" not in os.environ:
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+        os.environ["PLAYPRM_BENCH_SET_WAIT_POLICY"] = "1"  # so that the user processes it starts run without it
     from playprm.bench.suite import run_suite, write_outputs
 
     command = "playprm " + " ".join(sys.argv[1:]) if "bench" in sys.argv[1:] else "playprm bench"
