@@ -83,18 +83,45 @@ def test_long_context_comes_close_to_its_token_target(policy):
     assert all(500 <= n <= 600 for n in lengths)
 
 
-def test_playprm_eval_and_clem_run_play_the_same_greedy_first_turns(pair, tmp_path, policy):
+def test_playprm_eval_and_clem_run_processes_play_the_same_greedy_turns(pair, tmp_path, policy):
     workspace = workload.write_clem_workspace(tmp_path / "ws", episodes.CLEM_MODEL, pair.policy, policy.tokenizer)
-    tasks, benchmarks = workload.episode_tasks(tmp_path / "unused", 1)
-    for benchmark in benchmarks.values():
-        benchmark.close()
-    selection = {(t.experiment["name"], t.instance["game_id"]) for t in tasks}
     runs = episodes.Runs(tmp_path / "runs")
-    summary = episodes.playprm_eval(pair, runs, limit=1, max_tokens=5)
-    assert episodes.clem_run(workspace, runs, selection, batch_size=2, max_tokens=5) == "ok"
-    ours, theirs = episodes.first_replies(runs.last["playprm"]), episodes.first_replies(runs.last["clem-b2"])
-    assert sum(summary.played.values()) == len(tasks) == len(ours) == len(theirs)
-    assert {k: v.strip() for k, v in ours.items()} == {k: v.strip() for k, v in theirs.items()}
+    games = ["wordle"]  # clem run has no instance limit: every instance of the game, both sides
+    assert episodes.playprm_eval_process(pair, runs, games=games, limit=None, max_tokens=4) > 0
+    assert episodes.clem_run_process(workspace, runs, games=games, batch_size=8, max_tokens=4) > 0
+    ours, theirs = episodes.replies(runs.last["playprm"]), episodes.replies(runs.last["clem-b8"])
+    assert len(ours) == len(theirs) == 20
+    assert episodes.same_replies(ours, theirs) == 20
+
+
+def test_user_processes_run_without_the_suites_openmp_settings(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")
+    monkeypatch.setenv(workload.SUITE_WAIT_POLICY, "1")
+    env = workload.user_env()
+    assert "OMP_NUM_THREADS" not in env and "OMP_WAIT_POLICY" not in env
+    assert workload.user_env(threads=2)["OMP_NUM_THREADS"] == "2"
+    monkeypatch.delenv(workload.SUITE_WAIT_POLICY)  # the user's own wait policy stays
+    assert workload.user_env()["OMP_WAIT_POLICY"] == "PASSIVE"
+
+
+def test_multiturn_workload_stages_are_playprm_commands():
+    from playprm.cli import build_parser
+
+    parser = build_parser()
+    stages = workload.MultiturnRecipe().stages()
+    assert [stage for stage, _ in stages] == ["collect teacher", "sft-data", "make-tiny", "train-sft"]
+    for _, argv in stages:
+        assert parser.parse_args(argv).command == argv[0]
+
+
+def test_prefill_by_turn_averages_each_turn_index_over_the_episodes_that_reached_it():
+    from playprm.bench.growth import cumulative, prefill_by_turn
+
+    costs = {"turns": [[{"prefill_tokens": 300}, {"prefill_tokens": 30}, {"prefill_tokens": 40}],
+                       [{"prefill_tokens": 100}, {"prefill_tokens": 50}], []]}
+    assert prefill_by_turn(costs) == [(1, 200.0, 2), (2, 40.0, 2), (3, 40.0, 1)]
+    assert cumulative(prefill_by_turn(costs)) == [200.0, 240.0, 280.0]
 
 
 def test_valid_guess_policy_keeps_wordle_episodes_going_past_the_first_turn(pair, tmp_path, policy):

@@ -30,8 +30,10 @@ def run(pairs_by_arch: dict[str, workload.ModelPair], *, contexts: int = 16, max
     calls, labels = {}, {}
     batch = workload.game_contexts(contexts)
     for arch, models in pairs_by_arch.items():
-        policy = HFPolicy(resolve_policy(str(models.policy)))
+        # one call's cost: without cross-turn reuse, repeated contexts would be found already encoded
+        policy = HFPolicy(resolve_policy(str(models.policy)), reuse_cache=False)
         scorer = PRMScorer.from_path(models.prm)
+        scorer.prefix_store = None
         prm_batch, groups = workload_for(scorer.tokenizer, prm_contexts, prm_context_tokens, prm_candidates,
                                          prm_candidate_tokens)
         singles = [g[:1] for g in groups]

@@ -1,5 +1,6 @@
-"""The CPU benchmark suite: every figure in one process, at full size (about five minutes on two cores) or at
-quick size (seconds, for tests), written to BENCHMARKS.md."""
+"""The CPU benchmark suite: every figure in one process, at full size (about fifteen minutes on two cores, plus
+about five the first time, to build the multi-turn workload) or at quick size (seconds, for tests), written to
+BENCHMARKS.md."""
 
 from __future__ import annotations
 
@@ -21,62 +22,73 @@ from playprm.models.tiny import TinySize
 class Sizes:
     """Workload sizes of every figure (defaults: the full suite)."""
 
-    model: TinySize = field(default_factory=lambda: workload.SMALL)  # figures 0-4 (the card's Qwen3.5 layout)
+    model: TinySize = field(default_factory=lambda: workload.SMALL)  # figures 1-2 (the card's Qwen3.5 layout)
     other_arch: TinySize = field(default_factory=lambda: workload.SMALL_QWEN3)  # figure 1b, beside `model`
-    growth_model: TinySize = field(default_factory=lambda: workload.TINY)  # figure 5
+    wide_prm: TinySize | None = field(default_factory=lambda: workload.WIDE)  # figure 2, beside `model`
+    growth_model: TinySize = field(default_factory=lambda: workload.TINY)  # figure 5a
+    multiturn: workload.MultiturnRecipe = field(default_factory=workload.MultiturnRecipe)  # figures 0, 3-5
     pairs: int = 3
     contexts: int = 16
     ns: tuple = (1, 4, 8)
     slow_ns: tuple = (1, 4)  # one call per candidate and clemcore: n-fold by construction, so not at every n
     max_tokens: int = 24
     prm_contexts: int = 4
+    prm_wide_contexts: int = 1
     prm_context_tokens: int = 1000
     prm_candidates: int = 8
     prm_candidate_tokens: int = 32
-    limit: int = 2
-    episode_max_tokens: int = 32
-    clem_batch_sizes: tuple = (1, 8)
+    turn_tokens: int = 32  # max tokens of a multi-turn policy turn: the games' replies fit
+    thread_limit: int | None = 2  # instances per experiment in figure 0's whole processes
+    clem_limit: int | None = None  # figure 3: every instance (clem run has no instance limit)
+    clem_batch_sizes: tuple = (1, 8, 16)
+    bon_limit: int | None = 3
     bon_ns: tuple = (4, 8)
+    prefill_limit: int | None = None
     beam_points: tuple = ((1, 2), (2, 2), (2, 4), (4, 4))
     beam_max_tokens: int = 8
     memory_episodes: int = 500
     memory_first: int = 50
-    memory_max_tokens: int = 4
 
 
 FULL = Sizes()
-QUICK = Sizes(model=workload.TINY, other_arch=TinySize(arch="qwen3"), pairs=1, contexts=2, ns=(1, 2), slow_ns=(1, 2), max_tokens=3, prm_contexts=1,
-              prm_context_tokens=96, prm_candidates=2, prm_candidate_tokens=8, limit=1, episode_max_tokens=3,
-              clem_batch_sizes=(1, 2), bon_ns=(2,), beam_points=((1, 2), (2, 2)), beam_max_tokens=2,
-              memory_episodes=12, memory_first=4, memory_max_tokens=2)
+QUICK = Sizes(model=workload.TINY, other_arch=TinySize(arch="qwen3"), wide_prm=None,
+              multiturn=workload.MultiturnRecipe(size=workload.TINY, steps=0), pairs=1, contexts=2, ns=(1, 2),
+              slow_ns=(1, 2), max_tokens=3, prm_contexts=1, prm_context_tokens=96, prm_candidates=2,
+              prm_candidate_tokens=8, turn_tokens=3, thread_limit=1, clem_batch_sizes=(1, 2), bon_limit=1,
+              bon_ns=(2,), prefill_limit=1, beam_points=((1, 2), (2, 2)), beam_max_tokens=2, memory_episodes=12,
+              memory_first=4)
 
 
-def figure_runners(sizes: Sizes, small: workload.ModelPair, tiny: workload.ModelPair,
-                   work: Path) -> dict[str, Callable[[], Figure]]:
+def figure_runners(sizes: Sizes, work: Path, log: Callable[[str], None]) -> dict[str, Callable[[], Figure]]:
+    """Figure key -> a call that builds what the figure needs (models are made once and reused) and runs it."""
     s = sizes
-    other = lambda: workload.tiny_pair(work, s.other_arch)  # noqa: E731 - built only when figure 1b runs
+    small = lambda: workload.tiny_pair(work, s.model)  # noqa: E731 - each built only when a figure needs it
+    tiny = lambda: workload.tiny_pair(work, s.growth_model)  # noqa: E731
+    other = lambda: workload.tiny_pair(work, s.other_arch)  # noqa: E731
+    wide = lambda: workload.tiny_pair(work, s.wide_prm) if s.wide_prm is not None else None  # noqa: E731
+    mt = lambda: workload.multiturn_workload(work, s.multiturn, log)  # noqa: E731
     return {
-        "threads": lambda: generation.thread_sensitivity(small, contexts=s.contexts, max_tokens=s.max_tokens,
+        "threads": lambda: generation.thread_sensitivity(mt(), work, limit=s.thread_limit, max_tokens=s.turn_tokens,
                                                          pairs=s.pairs),
-        "generation": lambda: generation.run(small, work, contexts=s.contexts, ns=s.ns, slow_ns=s.slow_ns,
-                                             max_tokens=s.max_tokens,
-                                             pairs=s.pairs),
-        "prm": lambda: scoring.run(small, contexts=s.prm_contexts, context_tokens=s.prm_context_tokens,
-                                   candidates=s.prm_candidates, candidate_tokens=s.prm_candidate_tokens,
-                                   pairs=s.pairs),
+        "generation": lambda: generation.run(small(), work, contexts=s.contexts, ns=s.ns, slow_ns=s.slow_ns,
+                                             max_tokens=s.max_tokens, pairs=s.pairs),
+        "prm": lambda: scoring.run(small(), wide(), contexts=s.prm_contexts, wide_contexts=s.prm_wide_contexts,
+                                   context_tokens=s.prm_context_tokens, candidates=s.prm_candidates,
+                                   candidate_tokens=s.prm_candidate_tokens, pairs=s.pairs),
         "architectures": lambda: architectures.run(
-            {small.size.arch: small, s.other_arch.arch: other()}, contexts=s.contexts, max_tokens=s.max_tokens,
+            {s.model.arch: small(), s.other_arch.arch: other()}, contexts=s.contexts, max_tokens=s.max_tokens,
             prm_contexts=s.prm_contexts, prm_context_tokens=s.prm_context_tokens, prm_candidates=s.prm_candidates,
             prm_candidate_tokens=s.prm_candidate_tokens, pairs=s.pairs),
-        "episodes": lambda: episodes.throughput(small, work, limit=s.limit, max_tokens=s.episode_max_tokens,
+        "episodes": lambda: episodes.throughput(mt(), work, limit=s.clem_limit, max_tokens=s.turn_tokens,
                                                 batch_sizes=s.clem_batch_sizes, pairs=s.pairs),
-        "best_of_n": lambda: episodes.best_of_n_overhead(small, work, limit=s.limit,
-                                                         max_tokens=s.episode_max_tokens, ns=s.bon_ns,
-                                                         pairs=s.pairs),
-        "beam_growth": lambda: growth.beam_growth(tiny, work, points=s.beam_points, max_tokens=s.beam_max_tokens,
+        "best_of_n": lambda: episodes.best_of_n_overhead(mt(), work, limit=s.bon_limit, max_tokens=s.turn_tokens,
+                                                         ns=s.bon_ns, pairs=s.pairs),
+        "prefill": lambda: growth.prefill_growth(mt(), work, limit=s.prefill_limit, max_tokens=s.turn_tokens,
+                                                 pairs=s.pairs),
+        "beam_growth": lambda: growth.beam_growth(tiny(), work, points=s.beam_points, max_tokens=s.beam_max_tokens,
                                                   pairs=s.pairs),
-        "memory": lambda: growth.memory(tiny, work, episodes=s.memory_episodes, first=s.memory_first,
-                                        max_tokens=s.memory_max_tokens),
+        "memory": lambda: growth.memory(mt(), work, episodes=s.memory_episodes, first=s.memory_first,
+                                        max_tokens=s.turn_tokens),
     }
 
 
@@ -100,9 +112,7 @@ def run_suite(*, quick: bool = False, only: list[str] | None = None, work: Path 
         root = Path(work) if work is not None else Path(scratch)
         root.mkdir(parents=True, exist_ok=True)
         log(f"bench: models in {root}")
-        small = workload.tiny_pair(root, sizes.model)
-        tiny = workload.tiny_pair(root, sizes.growth_model)
-        runners = figure_runners(sizes, small, tiny, root)
+        runners = figure_runners(sizes, root, log)
         figures = []
         for key in FIGURES:
             if only and key not in only:
