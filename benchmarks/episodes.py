@@ -1,4 +1,4 @@
-"""Figures 3-4: playprm eval against clemcore's runner, and best-of-N overhead against greedy.
+"""Figures 3-4 on multi-turn episodes: playprm eval against clem run (whole processes), and best-of-N against greedy.
 
 Usage: python benchmarks/episodes.py [--quick] [--work DIR] [--json PATH]
 The same code runs in `playprm bench` (which also writes BENCHMARKS.md); see playprm/bench/.

@@ -1,4 +1,4 @@
-"""Figures 0-1: torch threads, and N candidates per context (HFPolicy, one call per candidate, transformers num_return_sequences, clemcore HuggingfaceLocalModel).
+"""Figures 0-1: torch threads (whole eval processes, idle and beside a busy process), and N candidates per context (HFPolicy, one call per candidate, transformers num_return_sequences, clemcore HuggingfaceLocalModel).
 
 Usage: python benchmarks/generation.py [--quick] [--work DIR] [--json PATH]
 The same code runs in `playprm bench` (which also writes BENCHMARKS.md); see playprm/bench/.

@@ -1,4 +1,4 @@
-"""Figure 5: beam-search time against B x N (linear fit), and memory over a 500-episode run.
+"""Figure 5: prefill tokens against turns with and without cross-turn reuse, beam-search time against B x N (linear fit), and memory over a 500-episode multi-turn run.
 
 Usage: python benchmarks/growth.py [--quick] [--work DIR] [--json PATH]
 The same code runs in `playprm bench` (which also writes BENCHMARKS.md); see playprm/bench/.
@@ -9,4 +9,4 @@ import sys
 from playprm.bench.suite import script_main
 
 if __name__ == "__main__":
-    sys.exit(script_main(["beam_growth", "memory"], __doc__.splitlines()[0]))
+    sys.exit(script_main(["prefill", "beam_growth", "memory"], __doc__.splitlines()[0]))

@@ -1,4 +1,4 @@
-"""Figure 2: shared-context PRM scoring against one candidate and the naive full-sequence path.
+"""Figure 2: shared-context PRM scoring against one candidate and the naive full-sequence path, at the tiny width and at hidden 1024.
 
 Usage: python benchmarks/prm_scoring.py [--quick] [--work DIR] [--json PATH]
 The same code runs in `playprm bench` (which also writes BENCHMARKS.md); see playprm/bench/.
