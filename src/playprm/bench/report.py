@@ -17,12 +17,13 @@ END = "<!-- END playprm bench -->"
 
 DEFAULT_HEAD = """# Benchmarks
 
-Measured by `playprm bench` (the CPU suite: about five minutes on two cores). Every figure comes from one run
-in which the paths it compares were run alternately, pair by pair (A B, A B, ...): on a machine shared with
+Measured by `playprm bench` (the CPU suite: about a quarter of an hour on two cores). Every figure comes from one
+run in which the paths it compares were run alternately, pair by pair (A B, A B, ...): on a machine shared with
 other work, absolute times drift, the ratio of the medians of alternated runs much less. The raw times of
-every pair are listed with each figure. The models are tiny random-weight ones made locally by
-`playprm make-tiny`, so the figures measure the machinery (batching, cache reuse, runner overhead), not
-model quality; a random model's replies break the games' formats, so most episodes end after one policy turn.
+every pair are listed with each figure. The one-call figures use tiny random-weight models made by
+`playprm make-tiny`; the episode figures use a small policy trained by playprm's own stages just until it keeps
+the reply formats of wordle and taboo, so that its episodes play several turns (`bench/workload.py`). Both
+measure the machinery (batching, cache reuse, runner overhead), not model quality.
 
 """
 
