@@ -155,6 +155,26 @@ def test_the_small_preset_runs_every_stage_and_writes_results(tmp_path, monkeypa
     assert "held-out" in text and (tmp_path / "clemscore_vs_n.png").stat().st_size > 0
 
 
+def test_rounds_2_retrains_the_policy_on_its_own_prm_guided_wins_and_evaluates_it_held_out(tmp_path):
+    from playprm import small_preset
+
+    work = tmp_path / "w"
+    one = dict(small_preset.SmallPreset(seed=3).steps(work))
+    two = small_preset.SmallPreset(seed=3, rounds=2).steps(work)
+    added = [(stage, argv) for stage, argv in two if stage not in one]
+    assert [stage for stage, _ in added] == ["round 2 search", "round 2 sft-data", "round 2 train-sft",
+                                             f"eval {small_preset.ROUND2_ROW}"]
+    assert two[-1][0] == "summarize"  # after every row, the round-2 one included
+    (_, search), (_, data), (_, train), (_, evaluate) = added
+    flag = lambda argv, name: argv[argv.index(name) + 1]  # noqa: E731
+    assert flag(search, "--mode") == "best-of-n" and flag(search, "--prm-path") == str(work / "prm")
+    assert flag(search, "--games-dir") == str(work / small_preset.TRAIN)  # searched on training instances only
+    assert flag(data, "--results-dir") == flag(search, "--results-dir")
+    assert flag(train, "--model") == str(work / "sft-policy") and flag(train, "--data") == flag(data, "--out")
+    assert flag(evaluate, "--policy-model") == flag(train, "--output-dir")
+    assert flag(evaluate, "--games-dir") == str(work / small_preset.HELD_OUT) and "--mode" not in evaluate
+
+
 def test_the_expert_guesser_shows_its_work_and_the_game_reads_only_the_answer(tmp_path):
     from playprm.models.programmatic import ExpertPolicy
 

@@ -50,6 +50,8 @@ class SmallPreset:
     max_tokens: int = 32
     ns: tuple = (2, 4, 8, 16)
     oracle_ns: tuple = (4, 16)
+    rounds: int = 1  # 2: expert iteration, the round-1 policy retrained on its own PRM-guided best-of-4 wins
+    round2_steps: int = 200
 
     def rows(self, prm: str = "prm") -> list[tuple[str, list[str]]]:
         """(row name, eval flags) of the evaluation grid, the PRM read from ``prm``; each row writes
@@ -112,8 +114,32 @@ class SmallPreset:
         ]
         steps += [(f"eval {row}", ["eval", "--policy-model", policy, *flags, *eval_common, "--results-dir",
                                    w(f"results/{row}")]) for row, flags in self.rows(w("prm"))]
+        if self.rounds >= 2:
+            steps += self.expert_iteration_steps(w, policy, games, eval_common)
         steps.append(("summarize", ["summarize", "--workdir", str(workdir), "--preset", "small", "--seed", str(s)]))
         return steps
+
+    def expert_iteration_steps(self, w, policy: str, games: list[str], eval_common: list[str]) -> list[tuple[str, list[str]]]:
+        """Expert iteration: the round-1 policy plays training instances with PRM-guided best-of-4, its wins become
+        round-2 SFT data, the policy is trained on them further, and round-2 greedy is evaluated on the held-out
+        instances (does the search distil back into the policy?)."""
+        return [
+            ("round 2 search", ["eval", "--policy-model", policy, "--mode", "best-of-n", "--n-candidates", "4",
+                                "--prm-path", w("prm"), "--games-dir", w(TRAIN), *games, "--limit",
+                                str(self.rollout_instances), "--max-tokens", str(self.max_tokens),
+                                "--seed", str(self.seed), "--results-dir", w("round2/search")]),
+            ("round 2 sft-data", ["sft-data", "--results-dir", w("round2/search"), "--out", w("round2/sft-data")]),
+            ("round 2 train-sft", ["train-sft", "--model", policy, "--data", w("round2/sft-data"), "--output-dir",
+                                   w("round2/sft-policy"), "--full-weights", "true", "--max-steps",
+                                   str(self.round2_steps), "--per-device-train-batch-size", str(self.sft_batch),
+                                   "--effective-batch-size", str(self.sft_batch), "--per-device-eval-batch-size",
+                                   str(self.sft_batch), "--learning-rate", "3e-4", "--warmup-steps", "0.05",
+                                   "--eval-steps", "0.5", "--save-steps", "0.5", "--logging-steps", "50",
+                                   "--max-length", "1024", "--activation-checkpointing", "false", "--seed",
+                                   str(self.seed), "--model-name", f"{POLICY}-round2"]),
+            (f"eval {ROUND2_ROW}", ["eval", "--policy-model", w("round2/sft-policy"), *eval_common,
+                                     "--results-dir", w(f"results/{ROUND2_ROW}")]),
+        ]
 
     def done_markers(self) -> dict[str, str]:
         """stage -> the file, relative to the work directory, whose presence means it finished (eval, collect
@@ -122,12 +148,16 @@ class SmallPreset:
                    for game, _, _ in self.games for split, folder in (("train", TRAIN), ("held-out", HELD_OUT))}
         return {**markers, "make-tiny": "base/prm/prm_config.json", "sft-data": "sft-data/README.md",
                 "train-sft": "sft-policy/model_registry.json", "prm-data": "prm-data/README.md",
-                "train-prm": "prm/prm_config.json"}
+                "train-prm": "prm/prm_config.json", "round 2 sft-data": "round2/sft-data/README.md",
+                "round 2 train-sft": "round2/sft-policy/model_registry.json"}
 
 
 HELD_OUT = "splits/heldout"
 TRAIN = "splits/train"
 
-# the paired comparisons RESULTS.md shows (rows of the grid)
+ROUND2_ROW = "sft-round2-greedy"  # expert iteration (--rounds 2)
+
+# the paired comparisons RESULTS.md shows (rows of the grid); the round-2 ones where that row exists
 PAIRS = [("sft-greedy", "base-greedy"), ("sft-prm-bon4", "sft-greedy"), ("sft-prm-bon4", "sft-logprob-bon4"),
-         ("sft-prm-bon8", "sft-prm-bon4"), ("sft-prm-bon16", "sft-prm-bon8"), ("sft-oracle-bon4", "sft-prm-bon4")]
+         ("sft-prm-bon8", "sft-prm-bon4"), ("sft-prm-bon16", "sft-prm-bon8"), ("sft-oracle-bon4", "sft-prm-bon4"),
+         (ROUND2_ROW, "sft-greedy"), (ROUND2_ROW, "sft-prm-bon4")]

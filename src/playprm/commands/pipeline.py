@@ -32,6 +32,9 @@ def register(subparsers) -> None:
                              "tiny: a quick smoke run of every stage; qwen3.5-27b: the real-hardware plan")
     parser.add_argument("--workdir", type=Path, default=Path("workdir"), help="where every stage writes")
     parser.add_argument("--seed", type=int, default=0, help="small preset: seed of splits, models and sampling")
+    parser.add_argument("--rounds", type=int, choices=[1, 2], default=1,
+                        help="small preset: 2 adds expert iteration (the policy retrained on its own PRM-guided "
+                             "best-of-4 wins, then evaluated greedy as sft-round2-greedy)")
     parser.set_defaults(func=run)
 
 
@@ -89,7 +92,7 @@ def run(args) -> int:
     if args.preset == "small":
         from playprm import small_preset
 
-        preset = small_preset.SmallPreset(seed=args.seed)
+        preset = small_preset.SmallPreset(seed=args.seed, rounds=args.rounds)
         return run_steps(args.workdir, preset.steps(args.workdir), preset.done_markers(),
                          done=f"results: {args.workdir / 'RESULTS.md'} and results.json")
     return run_steps(args.workdir, tiny_steps(args.workdir), DONE_MARKERS,
