@@ -196,9 +196,9 @@ def throughput(mt: workload.Multiturn, work: Path, *, limit: int | None = None, 
                     f"({(trial.median(best) - fixed) / (ours - fixed):.1f}x): its {ours_costs['episodes']} "
                     f"episodes ({per_episode:.1f} policy turns each) encode only each turn's new tokens (figure 5 "
                     f"counts them against re-encoding every conversation), while the decode steps are the "
-                    f"same on both sides and, on CPU, cost in proportion to their rows however they are batched "
-                    f"(clem run's -b barely matters). With six turns a game, reuse saves at most the quadratic "
-                    f"part of the prefill; the fixed cost bounds the whole-process ratio."),
+                    f"same on both sides and, on CPU, cost about in proportion to their rows however they are "
+                    f"batched (clem run gains from -b 1 to -b 8, little beyond). With six turns a game, reuse saves "
+                    f"at most the quadratic part of the prefill; the fixed cost bounds the whole-process ratio."),
     )]
     notes = [
         f"Greedy replies identical, turn for turn, on {same_replies(ours_replies, best_replies)} of "

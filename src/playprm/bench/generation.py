@@ -160,7 +160,7 @@ def run(models: workload.ModelPair, work, *, contexts: int = 16, ns=(1, 4, 8), s
     left_out = [n for n in ns if n not in slow_ns]
     if left_out:
         notes.append(f"One call per candidate and clemcore ran at n={', '.join(map(str, slow_ns))} only, to keep "
-                     f"the suite within five minutes: at n={', '.join(map(str, left_out))} they are n calls of "
+                     f"the suite short: at n={', '.join(map(str, left_out))} they are n calls of "
                      f"n=1 and n-fold repeated rows by construction.")
     return Figure(
         key="generation", title="1. Generation: n candidates per context",

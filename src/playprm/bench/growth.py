@@ -180,8 +180,7 @@ def beam_growth(models: workload.ModelPair, work: Path, *, points=((1, 2), (2, 2
         f"Linear fit: time = {intercept:.3f} s + {slope * 1000:.1f} ms x (B x N), R^2 = {r2:.3f}.",
         "One `Episode.fork` (a deep copy of the game) at the first turn: "
         + ", ".join(f"{game} {ms:.1f} ms" for game, ms in fork_ms.items())
-        + ". Wordle's guesser keeps the whole allowed-word list (`WordleGuesser._candidates`) in its state, "
-        "and every fork deep-copies it.",
+        + ".",
         "Replies are the model's sampled text behind a valid `GUESS:` line (ValidGuessPolicy), so each episode "
         "plays its six guesses; every guess expands each open beam into N game copies (`Episode.fork`), "
         "generates and PRM-scores B x N candidates in one call each. Token counts are those charged to the "

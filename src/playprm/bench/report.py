@@ -17,7 +17,7 @@ END = "<!-- END playprm bench -->"
 
 DEFAULT_HEAD = """# Benchmarks
 
-Measured by `playprm bench` (the CPU suite: about a quarter of an hour on two cores). Every figure comes from one
+Measured by `playprm bench` (the CPU suite: about twenty minutes on two cores). Every figure comes from one
 run in which the paths it compares were run alternately, pair by pair (A B, A B, ...): on a machine shared with
 other work, absolute times drift, the ratio of the medians of alternated runs much less. The raw times of
 every pair are listed with each figure. The one-call figures use tiny random-weight models made by

@@ -1,5 +1,5 @@
-"""The CPU benchmark suite: every figure in one process, at full size (about fifteen minutes on two cores, plus
-about five the first time, to build the multi-turn workload) or at quick size (seconds, for tests), written to
+"""The CPU benchmark suite: every figure in one process, at full size (about twenty minutes on two cores, plus
+about five CPU minutes the first time, to build the multi-turn workload) or at quick size (seconds, for tests), written to
 BENCHMARKS.md."""
 
 from __future__ import annotations
