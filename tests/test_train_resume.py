@@ -87,3 +87,28 @@ def test_resume_after_a_save_cut_short_continues_and_reports_the_loss_of_the_who
     losses = [entry["loss"] for entry in state["log_history"] if "loss" in entry]
     assert metrics["global_step"] == 4 and metrics["train_loss_steps"] == 4 and len(losses) == 4
     assert metrics["train_loss"] == pytest.approx(sum(losses) / 4, abs=1e-3)
+
+
+def test_a_full_weight_run_of_the_card_layout_resumes_from_its_checkpoint_weights(card_models, tmp_path, capsys):
+    # Qwen3.5 checkpoints are saved in the hub's key layout; the Trainer's own reload matched no key and went on
+    # from the base weights. An interrupted run (its last checkpoint gone) must end where an uninterrupted one does.
+    import torch
+    from safetensors.torch import load_file
+
+    data = tmp_path / "data"
+    data.mkdir()
+    for split, count in (("train", 8), ("validation", 2)):
+        rows = [{"messages": [{"role": "user", "content": f"Guess word {i}."},
+                              {"role": "assistant", "content": f"GUESS: house{i}"}]} for i in range(count)]
+        (data / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    assert train(card_models, data, straight, "--full-weights", "true", "--learning-rate", "1e-2") == 0
+    assert train(card_models, data, resumed, "--full-weights", "true", "--learning-rate", "1e-2") == 0
+    for name in ("trainer_state.json", "model.safetensors"):  # as if killed while writing checkpoint-4
+        (resumed / "checkpoint-4" / name).unlink()
+    assert train(card_models, data, resumed, "--full-weights", "true", "--learning-rate", "1e-2", "--resume") == 0
+    assert "unexpected keys" not in capsys.readouterr().err
+    expected, actual = load_file(straight / "model.safetensors"), load_file(resumed / "model.safetensors")
+    assert expected.keys() == actual.keys()
+    for key in expected:
+        torch.testing.assert_close(actual[key], expected[key], rtol=1e-4, atol=1e-5)

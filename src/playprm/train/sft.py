@@ -140,6 +140,32 @@ def registry_entry(model_name: str, base_model_id: str, adapter_dir: Path, *, lo
     }
 
 
+def full_weight_trainer(trainer_class):
+    """``trainer_class`` reloading whole-model checkpoints (the best one at the end, the last one on resume) through
+    ``from_pretrained``.
+
+    ``save_pretrained`` writes a Qwen3.5 checkpoint in the hub's key layout (``model.language_model.*``) while the
+    text-only class being trained names its weights ``model.*``; the Trainer reloads with a plain
+    ``load_state_dict``, which then matches no key and only warns, so the best checkpoint was never loaded and a
+    resumed run went on from the base weights. ``from_pretrained`` maps the layout; the weights are then copied in
+    strictly.
+    """
+
+    class FullWeightTrainer(trainer_class):
+        def _load_weights(self, folder: str) -> None:
+            model = self.accelerator.unwrap_model(self.model)
+            saved = type(model).from_pretrained(folder, dtype=next(model.parameters()).dtype)
+            model.load_state_dict(saved.state_dict(), strict=True)
+
+        def _load_from_checkpoint(self, resume_from_checkpoint, model=None):
+            self._load_weights(resume_from_checkpoint)
+
+        def _load_best_model(self):
+            self._load_weights(self.state.best_model_checkpoint)
+
+    return FullWeightTrainer
+
+
 def train_sft(config, base: BaseModel, data_dir: Path, *, resume: bool = False, callbacks=(),
               announce=print) -> dict:
     """Train a LoRA adapter for ``base`` on the SFT dataset in ``data_dir``; returns the metrics written.
@@ -176,7 +202,7 @@ def train_sft(config, base: BaseModel, data_dir: Path, *, resume: bool = False, 
                  f"{validation.describe('validation', config.max_length)}")
 
     model = load_base_model(AutoModelForCausalLM, base, config)
-    trainer = SFTTrainer(
+    trainer = (full_weight_trainer(SFTTrainer) if config.full_weights else SFTTrainer)(
         model=model,
         args=config,
         train_dataset=Dataset.from_list(train.sequences),
