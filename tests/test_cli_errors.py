@@ -97,6 +97,21 @@ def test_collect_rejects_bad_input(card_models, tmp_path, capsys):
     assert not (tmp_path / "r").exists()
 
 
+def test_a_game_copy_from_another_playprm_version_says_how_to_write_it_again(tmp_path, capsys):
+    # split folders copy the built-in games' code, which imports playprm's modules by name (one was renamed)
+    from playprm.games.registry import builtin_games_dir
+
+    games = tmp_path / "games"
+    shutil.copytree(builtin_games_dir() / "referencegame", games / "referencegame")
+    master = games / "referencegame" / "master.py"
+    master.write_text(master.read_text().replace("playprm.games.builtin.base", "playprm.games.builtin.episode"))
+    results = tmp_path / "r"
+    assert main(["eval", "--policy-model", "programmatic:expert", "--game", "referencegame", "--games-dir",
+                 str(games), "--limit", "1", "--results-dir", str(results)]) == 1
+    error = json.loads(next(results.rglob("error.json")).read_text())
+    assert error["stage"] == "load" and "write its folder again with `playprm instances`" in error["message"]
+
+
 def test_broken_game_is_recorded_and_the_other_games_finish(card_models, tmp_path, capsys):
     from playprm.games.registry import builtin_games_dir
 

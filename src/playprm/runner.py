@@ -118,6 +118,11 @@ def load_benchmarks(entries) -> tuple[dict, dict]:
         try:
             loaded[entry.name] = GameBenchmark.load_from_spec(entry.spec)
         except Exception as error:  # e.g. a clembench game written for another clemcore version
+            if isinstance(error, ModuleNotFoundError) and (error.name or "").startswith("playprm."):
+                # `playprm instances` copies the built-in games' code, which imports playprm's own modules
+                error = ModuleNotFoundError(f"{error}: this copy of a built-in game was written by another playprm "
+                                            "version; write its folder again with `playprm instances`",
+                                            name=error.name)
             logger.warning("game %s failed to load: %s", entry.name, error)
             broken[entry.name] = error
     return loaded, broken
