@@ -126,6 +126,11 @@ class PrefixStore:
             total -= len(dropped)
 
 
+def reuses(store: PrefixStore | None) -> bool:
+    """Whether ``store`` keeps states (``None``: reuse off; disabled: the model's cache cannot be split)."""
+    return store is not None and store.enabled
+
+
 def encode(model, prompts: list[list[int]], pad: int, store: PrefixStore | None, device, *,
            keep: list[int] | None = None) -> Encoded:
     """Run ``prompts`` through ``model`` (a causal LM or a PRM), continuing stored prefixes from ``store``
@@ -136,7 +141,7 @@ def encode(model, prompts: list[list[int]], pad: int, store: PrefixStore | None,
     (Qwen3's empty think block with ``enable_thinking=False`` is not kept for earlier turns); storing the state
     before it keeps the next turn a continuation. The prompt is then encoded in two calls, up to ``keep[i]`` and
     the rest."""
-    if store is None or not store.enabled:
+    if not reuses(store):
         return _encode_full(model, prompts, pad, device)
     store.calls += 1
     keep = [len(p) if k is None or not 0 < k <= len(p) else k for p, k in zip(prompts, keep or [None] * len(prompts))]

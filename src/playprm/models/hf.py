@@ -103,7 +103,7 @@ class HFPolicy:
             return []
         prompts = [self.prompt_ids(context) for context in contexts]
         keep = [chat.history_length(self.tokenizer, context, prompt, self.spec.chat_template_kwargs)
-                for context, prompt in zip(contexts, prompts)] if self.prefix_store is not None else None
+                for context, prompt in zip(contexts, prompts)] if prefix_cache.reuses(self.prefix_store) else None
         if prefixes is not None:
             prompts = [p + self.tokenizer(prefix, add_special_tokens=False).input_ids if prefix else p
                        for p, prefix in zip(prompts, prefixes)]

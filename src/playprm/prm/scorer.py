@@ -60,7 +60,8 @@ class PRMScorer:
     def score(self, contexts: list[list[dict]], candidates: list[list[str]]) -> list[list[float]]:
         """Per context, the PRM probability of each of its candidates. On out-of-memory the batch is halved."""
         prompts = [self._prompt(c) for c in contexts]
-        keep = [chat.history_length(self.tokenizer, c, p, self.chat_template_kwargs) for c, p in zip(contexts, prompts)]
+        keep = [chat.history_length(self.tokenizer, c, p, self.chat_template_kwargs) for c, p in zip(contexts, prompts)] \
+            if prefix_cache.reuses(self.prefix_store) else [None] * len(contexts)
         replies = [[chat.response_ids(self.tokenizer, text) for text in group] for group in candidates]
         results: list[list[float]] = [[] for _ in contexts]
         rows = self.max_batch_rows
