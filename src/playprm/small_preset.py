@@ -3,7 +3,7 @@
 Every stage is an ordinary playprm command (printed as it runs). The teacher is the ε-noisy programmatic
 expert (``programmatic:expert``, standing in for "the base model's winning rollouts"); the policy is a small
 model trained **from random initialisation** with full-weight SFT on the teacher's winning episodes; the PRM is
-trained on the policy's own branched rollouts (Monte-Carlo and outcome labels). Everything is evaluated on
+trained on the policy's own branched rollouts (Monte-Carlo labels: each turn's share of won continuations). Everything is evaluated on
 held-out instances that no SFT or PRM example came from (``playprm instances --exclude``).
 
 Game mix (``SmallPreset.games``): the reference game, whose random-grid and letter-grid instances are genuinely
@@ -44,7 +44,10 @@ class SmallPreset:
     teacher_samples: int = 2
     sft_steps: int = 800
     sft_batch: int = 32
-    rollout_instances: int = 400  # per experiment, for the PRM's rollouts
+    # per experiment, for the PRM's rollouts: 1000 rather than 400 and Monte-Carlo labels rather than MC + outcome
+    # raised the PRM's held-out AUROC on seed 0 from 0.60 to 0.70 (BENCHMARKS.md, the small pipeline)
+    rollout_instances: int = 1000
+    prm_labels: str = "mc"
     prm_steps: int = 1500
     prm_batch: int = 16
     max_tokens: int = 32
@@ -52,6 +55,7 @@ class SmallPreset:
     oracle_ns: tuple = (4, 16)
     rounds: int = 1  # 2: expert iteration, the round-1 policy retrained on its own PRM-guided best-of-4 wins
     round2_steps: int = 200
+    round2_instances: int = 400  # per experiment, played by round 1's best-of-4 for round-2 SFT data
 
     def rows(self, prm: str = "prm") -> list[tuple[str, list[str]]]:
         """(row name, eval flags) of the evaluation grid, the PRM read from ``prm``; each row writes
@@ -104,7 +108,8 @@ class SmallPreset:
                                 str(self.rollout_instances), "--samples-per-instance", "2", "--branch-factor", "2",
                                 "--branch-depth", "2", "--temperature", "1.0", "--max-tokens", str(self.max_tokens),
                                 "--seed", str(s), "--results-dir", w("rollouts")]),
-            ("prm-data", ["prm-data", "--results-dir", w("rollouts"), "--labels", "both", "--out", w("prm-data")]),
+            ("prm-data", ["prm-data", "--results-dir", w("rollouts"), "--labels", self.prm_labels, "--out",
+                          w("prm-data")]),
             ("train-prm", ["train-prm", "--model", policy, "--data", w("prm-data"), "--output-dir", w("prm"),
                            "--max-steps", str(self.prm_steps), "--per-device-train-batch-size",
                            str(self.prm_batch), "--effective-batch-size", str(self.prm_batch),
@@ -126,7 +131,7 @@ class SmallPreset:
         return [
             ("round 2 search", ["eval", "--policy-model", policy, "--mode", "best-of-n", "--n-candidates", "4",
                                 "--prm-path", w("prm"), "--games-dir", w(TRAIN), *games, "--limit",
-                                str(self.rollout_instances), "--max-tokens", str(self.max_tokens),
+                                str(self.round2_instances), "--max-tokens", str(self.max_tokens),
                                 "--seed", str(self.seed), "--results-dir", w("round2/search")]),
             ("round 2 sft-data", ["sft-data", "--results-dir", w("round2/search"), "--out", w("round2/sft-data")]),
             ("round 2 train-sft", ["train-sft", "--model", policy, "--data", w("round2/sft-data"), "--output-dir",
