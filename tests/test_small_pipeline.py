@@ -149,6 +149,8 @@ def test_the_small_preset_runs_every_stage_and_writes_results(tmp_path, monkeypa
     for row in results["rows"]:
         assert (tmp_path / row["results_dir"]).is_dir() and row["episodes"] == 4
     assert [row["env_lookahead"] for row in results["rows"] if row["name"] == "sft-beam"] == [True]
+    modes = {row["name"]: row["mode"] for row in results["rows"]}
+    assert (modes["sft-greedy"], modes["sft-sampled"]) == ("greedy", "sampled (T=0.7)")
     assert {"train-sft", "train-prm", "eval sft-prm-bon2"} <= set(results["stage_seconds"])
     assert "prm" in results and "paired" in results
     text = (tmp_path / "RESULTS.md").read_text()

@@ -40,7 +40,7 @@ def grid_rows(comparison: pd.DataFrame, workdir: Path) -> list[dict]:
         played = _number(row.get(AVERAGE_PLAYED))
         clemscore = _number(row[CLEMSCORE])
         rows.append({
-            "name": name, "mode": row["mode"], "n": int(n.group(1)) if n else int(row["n_candidates"] or 1),
+            "name": name, "mode": _mode(row["mode"], str(label)), "n": int(n.group(1)) if n else int(row["n_candidates"] or 1),
             "scorer": scorer, "results_dir": str(Path(row["results dir"]).resolve().relative_to(workdir.resolve())),
             # a run that played nothing: clemcore leaves clemscore blank; 0 % played makes it 0
             "clemscore": 0.0 if clemscore is None and played == 0 else clemscore,
@@ -52,6 +52,15 @@ def grid_rows(comparison: pd.DataFrame, workdir: Path) -> list[dict]:
             "games": {game: _number(row.get(f"{game}, {QUALITY}")) for game in game_names(comparison)},
         })
     return rows
+
+
+def _mode(mode: str, label: str) -> str:
+    """The decoding mode, ``sampled (T=…)`` for a one-candidate run at a non-zero temperature (the eval mode is
+    ``greedy`` either way; the temperature is in the run's folder name, ``<model>-t0.7--<model>-t0.7``)."""
+    temperature = re.search(r"-t(\d+(?:\.\d+)?)(?:-|$)", label.split("/")[-1])
+    if mode == "greedy" and temperature and float(temperature.group(1)) > 0:
+        return f"sampled (T={temperature.group(1)})"
+    return mode
 
 
 def _number(value) -> float | None:
@@ -112,13 +121,52 @@ def plot_against_n(rows: list[dict], path: Path) -> Path:
     return path
 
 
+# rows drawn as single points on the compute plot (the best-of-N rows are lines), with their marker
+SINGLE_ROWS = (("sft-greedy", "s"), ("sft-sampled", "v"), ("sft-lf-beam", "D"), ("sft-round2-greedy", "P"),
+               ("sft-beam", "x"))
+
+
+def plot_against_tokens(rows: list[dict], path: Path) -> Path:
+    """clemscore against generated tokens per episode: one line per best-of-N scorer (CI bands) and one marker per
+    single row, so that rows of equal cost stay apart (a label per point overlaps there)."""
+    from playprm.report.plots import _pyplot, save_atomic
+
+    plt = _pyplot()
+    figure, axes = plt.subplots(figsize=(6.5, 5.5))
+    by_name = {r["name"]: r for r in rows if r["clemscore"] is not None and r["generated_tokens_per_episode"]}
+    for prefix, label in ROW_KINDS:
+        points = sorted((r["generated_tokens_per_episode"], r) for r in by_name.values() if r["name"].startswith(prefix))
+        if points:
+            xs = [x for x, _ in points]
+            axes.plot(xs, [r["clemscore"] for _, r in points], marker="o", label=f"best-of-N, {label}")
+            axes.fill_between(xs, [r["ci"][0] for _, r in points], [r["ci"][1] for _, r in points], alpha=0.15)
+    for name, marker in SINGLE_ROWS:
+        if name in by_name:
+            r = by_name[name]
+            label = name + (" (env lookahead, not honest)" if r["env_lookahead"] else "")
+            axes.errorbar([r["generated_tokens_per_episode"]], [r["clemscore"]], capsize=3, fmt=marker, markersize=7,
+                          yerr=[[r["clemscore"] - r["ci"][0]], [r["ci"][1] - r["clemscore"]]], label=label,
+                          color="#C44E52" if r["env_lookahead"] else None)
+    axes.set_xscale("log", base=2)
+    costs = [r["generated_tokens_per_episode"] for r in by_name.values()]
+    if costs:
+        ticks = [2 ** k for k in range(math.floor(math.log2(min(costs))), math.ceil(math.log2(max(costs))) + 1)]
+        axes.set_xticks(ticks, [str(t) for t in ticks])
+    axes.set_xlabel("generated tokens per episode (log scale)")
+    axes.set_ylabel("clemscore (held-out, 95% CI)")
+    axes.set_title("clemscore against generated tokens")
+    axes.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
+    figure.tight_layout()
+    save_atomic(path, lambda temporary: figure.savefig(temporary, format="png", dpi=120))
+    plt.close(figure)
+    return path
+
+
 def write_results(workdir: Path, *, command: str, seed: int, pairs: list[tuple[str, str]],
                   row_order: list[str] = (), n_resamples: int = 1000) -> tuple[Path, Path]:
     """Write ``RESULTS.md`` and ``results.json`` into ``workdir``; returns their paths."""
     from playprm.report.compare import compare_runs
     from playprm.report.paired import paired_from_comparison, render_paired
-    from playprm.report.plots import plot_compute
-
     workdir = Path(workdir)
     run_dirs = sorted(p for p in (workdir / "results").iterdir() if p.is_dir())
     comparison = compare_runs(run_dirs, n_resamples=n_resamples, seed=seed)
@@ -139,7 +187,7 @@ def write_results(workdir: Path, *, command: str, seed: int, pairs: list[tuple[s
                 "prm": prm, "stage_seconds": stages, "versions": _versions()}
     json_path = atomic.write_json(workdir / "results.json", document)
     plot_against_n(rows, workdir / "clemscore_vs_n.png")
-    plot_compute(comparison, workdir / "clemscore_vs_tokens.png")
+    plot_against_tokens(rows, workdir / "clemscore_vs_tokens.png")
     md_path = atomic.write_text(workdir / "RESULTS.md", _markdown(document, render_paired(paired)))
     return md_path, json_path
 
