@@ -162,7 +162,9 @@ TRAIN = "splits/train"
 
 ROUND2_ROW = "sft-round2-greedy"  # expert iteration (--rounds 2)
 
-# the paired comparisons RESULTS.md shows (rows of the grid); the round-2 ones where that row exists
+# the paired comparisons RESULTS.md shows (rows of the grid); the round-2 ones where that row exists.
+# expert best-of-4 - greedy is the room any scorer has at N = 4: where its CI holds 0, no PRM can show a gain
 PAIRS = [("sft-greedy", "base-greedy"), ("sft-prm-bon4", "sft-greedy"), ("sft-prm-bon4", "sft-logprob-bon4"),
-         ("sft-prm-bon8", "sft-prm-bon4"), ("sft-prm-bon16", "sft-prm-bon8"), ("sft-oracle-bon4", "sft-prm-bon4"),
+         ("sft-prm-bon8", "sft-prm-bon4"), ("sft-prm-bon16", "sft-prm-bon8"), ("sft-oracle-bon4", "sft-greedy"),
+         ("sft-oracle-bon4", "sft-prm-bon4"),
          (ROUND2_ROW, "sft-greedy"), (ROUND2_ROW, "sft-prm-bon4")]
