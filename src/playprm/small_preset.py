@@ -3,8 +3,9 @@
 Every stage is an ordinary playprm command (printed as it runs). The teacher is the ε-noisy programmatic
 expert (``programmatic:expert``, standing in for "the base model's winning rollouts"); the policy is a small
 model trained **from random initialisation** with full-weight SFT on the teacher's winning episodes; the PRM is
-trained on the policy's own branched rollouts (Monte-Carlo labels: each turn's share of won continuations). Everything is evaluated on
-held-out instances that no SFT or PRM example came from (``playprm instances --exclude``).
+trained on the policy's own branched rollouts (Monte-Carlo labels: each turn's share of won continuations).
+Everything is evaluated on held-out instances that no SFT or PRM example came from (``playprm instances
+--exclude``).
 
 Game mix (``SmallPreset.games``): the reference game, whose random-grid and letter-grid instances are genuinely
 new on a held-out split. Wordle can be held out too (its splits draw secret words from all 14,430 allowed
@@ -45,7 +46,7 @@ class SmallPreset:
     sft_steps: int = 800
     sft_batch: int = 32
     # per experiment, for the PRM's rollouts: 1000 rather than 400 and Monte-Carlo labels rather than MC + outcome
-    # raised the PRM's held-out AUROC on seed 0 from 0.60 to 0.70 (BENCHMARKS.md, the small pipeline)
+    # raised the PRM's held-out AUROC on seed 0 from 0.60 to 0.71 (BENCHMARKS.md, the small pipeline)
     rollout_instances: int = 1000
     prm_labels: str = "mc"
     prm_steps: int = 1500

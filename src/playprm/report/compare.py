@@ -98,6 +98,7 @@ def _run_rows(results_dir: Path, episodes: EpisodeScores, table: pd.DataFrame) -
             "mode": metadata.get("mode", ""),
             "env_lookahead": is_env_lookahead(metadata),
             "n_candidates": metadata.get("n_candidates", float("nan")),
+            "temperature": metadata.get("temperature", float("nan")),
         }
         for column in (CLEMSCORE, CLEMSCORE + CI_LOW, CLEMSCORE + CI_HIGH, STATSCORE,
                        AVERAGE_PLAYED, AVERAGE_QUALITY):

@@ -40,7 +40,7 @@ def grid_rows(comparison: pd.DataFrame, workdir: Path) -> list[dict]:
         played = _number(row.get(AVERAGE_PLAYED))
         clemscore = _number(row[CLEMSCORE])
         rows.append({
-            "name": name, "mode": _mode(row["mode"], str(label)), "n": int(n.group(1)) if n else int(row["n_candidates"] or 1),
+            "name": name, "mode": _mode(row["mode"], row["temperature"]), "n": int(n.group(1)) if n else int(row["n_candidates"] or 1),
             "scorer": scorer, "results_dir": str(Path(row["results dir"]).resolve().relative_to(workdir.resolve())),
             # a run that played nothing: clemcore leaves clemscore blank; 0 % played makes it 0
             "clemscore": 0.0 if clemscore is None and played == 0 else clemscore,
@@ -54,13 +54,11 @@ def grid_rows(comparison: pd.DataFrame, workdir: Path) -> list[dict]:
     return rows
 
 
-def _mode(mode: str, label: str) -> str:
-    """The decoding mode, ``sampled (T=…)`` for a one-candidate run at a non-zero temperature (the eval mode is
-    ``greedy`` either way; the temperature is in the run's folder name, ``<model>-t0.7--<model>-t0.7``)."""
-    temperature = re.search(r"-t(\d+(?:\.\d+)?)(?:-|$)", label.split("/")[-1])
-    if mode == "greedy" and temperature and float(temperature.group(1)) > 0:
-        return f"sampled (T={temperature.group(1)})"
-    return mode
+def _mode(mode: str, temperature) -> str:
+    """The decoding mode, ``sampled (T=…)`` for a one-candidate run at a non-zero temperature (its eval mode is
+    ``greedy`` either way)."""
+    temperature = _number(temperature)
+    return f"sampled (T={temperature:g})" if mode == "greedy" and temperature else mode
 
 
 def _number(value) -> float | None:
@@ -92,7 +90,7 @@ def heldout_prm_quality(workdir: Path, run: str = "results/sft-sampled") -> dict
 
 
 def plot_against_n(rows: list[dict], path: Path) -> Path:
-    """clemscore against N for the PRM, log-probability and expert scorers, with CI bands; greedy as a line."""
+    """clemscore against N for the PRM, log-probability and expert scorers, with CI bands; SFT greedy as a line."""
     from playprm.report.plots import _pyplot, save_atomic
 
     plt = _pyplot()
@@ -105,9 +103,10 @@ def plot_against_n(rows: list[dict], path: Path) -> Path:
         ns = [n for n, _ in points]
         axes.plot(ns, [r["clemscore"] for _, r in points], marker="o", label=label)
         axes.fill_between(ns, [r["ci"][0] for _, r in points], [r["ci"][1] for _, r in points], alpha=0.15)
-    for name, style in (("sft-greedy", "--"), ("base-greedy", ":")):
-        if by_name.get(name, {}).get("clemscore") is not None:
-            axes.axhline(by_name[name]["clemscore"], linestyle=style, color="grey", label=name)
+    # greedy is the line to beat; base greedy (0 for a model trained from scratch) is left to the table, as its
+    # line would stretch the axis until the scorers' differences cannot be read
+    if by_name.get("sft-greedy", {}).get("clemscore") is not None:
+        axes.axhline(by_name["sft-greedy"]["clemscore"], linestyle="--", color="grey", label="sft-greedy")
     axes.set_xscale("log", base=2)
     ticks = sorted({r["n"] for r in rows if any(r["name"].startswith(p) for p, _ in ROW_KINDS)})
     axes.set_xticks(ticks, [str(n) for n in ticks])
@@ -167,6 +166,7 @@ def write_results(workdir: Path, *, command: str, seed: int, pairs: list[tuple[s
     """Write ``RESULTS.md`` and ``results.json`` into ``workdir``; returns their paths."""
     from playprm.report.compare import compare_runs
     from playprm.report.paired import paired_from_comparison, render_paired
+
     workdir = Path(workdir)
     run_dirs = sorted(p for p in (workdir / "results").iterdir() if p.is_dir())
     comparison = compare_runs(run_dirs, n_resamples=n_resamples, seed=seed)
