@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["real_model"]  # the real pretrained model (SmolLM2-135M-Instruct): tests/real_model.py
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_SAMPLE = REPO_ROOT.parent / "shared" / "data" / "clembench-v2.0-sample"
 

@@ -20,7 +20,7 @@ import logging
 import torch
 
 from playprm import chat, prefix_cache
-from playprm.models import replies
+from playprm.models import gguf, replies
 from playprm.models.base import Candidate, PolicySpec
 from playprm.transformers_runtime import (
     bnb_4bit_config,
@@ -51,8 +51,13 @@ def load_causal_lm(spec: PolicySpec, *, device: str | None = None):
     elif spec.load_in_4bit:
         print(f"playprm: load_in_4bit needs CUDA; loading {spec.model_id} unquantized on CPU")
     choose_cpu_threads()
-    tokenizer = AutoTokenizer.from_pretrained(spec.model_id, trust_remote_code=spec.trust_remote_code)
-    model = AutoModelForCausalLM.from_pretrained(spec.model_id, **kwargs)
+    if gguf.is_gguf_path(spec.model_id):  # de-quantised in memory (bf16 on CUDA, as a folder would load)
+        model, tokenizer = gguf.load(spec.model_id, dtype="bf16" if cuda else "fp32")
+        if cuda:
+            model.to(device)
+    else:
+        tokenizer = AutoTokenizer.from_pretrained(spec.model_id, trust_remote_code=spec.trust_remote_code)
+        model = AutoModelForCausalLM.from_pretrained(spec.model_id, **kwargs)
     if spec.peft_model:
         from playprm.models.adapter_base import warn_if_other_base
         warn_if_other_base(spec.peft_model, spec.model_id)  # PEFT loads on any base of matching shapes

@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 from playprm.errors import UsageError
+from playprm.models import gguf
 from playprm.models.base import PolicySpec
 from playprm.names import check_component
 
@@ -131,6 +132,8 @@ def spec_from_entry(entry: dict, source: str, base_dir: Path | None = None) -> P
     if not isinstance(model_id, str) or not model_id:
         raise UsageError(f"{where} has no 'huggingface_id'; say which weights to load")
     base = base_dir or Path.cwd()
+    if engine != "openai" and gguf.is_gguf_path(model_id):
+        model_id = str(gguf.check_file(_resolve_local(model_id, base), flag=f"{where}: huggingface_id"))
     return PolicySpec(
         name=name,
         backend=engine,
@@ -182,6 +185,9 @@ def resolve_policy(selector: str, *, backend: str | None = None, cwd: Path | Non
         return spec_for(selector)
     path = Path(selector).expanduser()
     local = path if path.is_absolute() else cwd / path
+    if gguf.is_gguf_path(selector):  # loaded de-quantised (models.gguf); the file's name names the runs
+        local = gguf.check_file(local, flag="--policy-model")
+        return PolicySpec(name=local.stem, backend=backend or "hf", model_id=str(local))
     if local.is_dir():
         if not (local / "config.json").is_file() and not (local / "adapter_config.json").is_file():
             raise UsageError(f"{selector} is a directory but holds no config.json; give a Hugging Face model folder")

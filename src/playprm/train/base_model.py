@@ -27,9 +27,12 @@ class BaseModel:
 def resolve_base_model(selector: str) -> BaseModel:
     """``--model``: a Hugging Face model folder, a model name of ``model_registry.json`` / clemcore's registry,
     or a hub id (``Qwen/Qwen3.5-27B``). Problems are one-line UsageErrors; nothing is downloaded here."""
+    from playprm.models import gguf
     from playprm.models.registry import resolve_policy
     from playprm.prm.model import PRM_CONFIG
 
+    if gguf.is_gguf_path(selector):  # written as a folder when training starts (import_gguf_base)
+        return BaseModel(str(gguf.check_file(selector, flag="--model")))
     path = Path(selector).expanduser()
     if path.exists() or selector.startswith((".", "/", "~")):
         if not path.is_dir():
@@ -53,6 +56,31 @@ def resolve_base_model(selector: str) -> BaseModel:
         raise UsageError(f"--model {selector} is an adapter over {spec.model_id} ({spec.lookup_source}); "
                          f"train from the base model {spec.model_id}")
     return BaseModel(spec.model_id, dict(spec.chat_template_kwargs), spec.trust_remote_code)
+
+
+GGUF_BASE_FOLDER = "base-model"
+
+
+def import_gguf_base(base: BaseModel, config, announce=print) -> BaseModel:
+    """``base`` itself, or for a ``.gguf`` base the same model written as a folder ``base-model/`` in the run's
+    output dir (in the run's dtype), so that the trained adapter, the PRM and the registry entry name a base that
+    transformers, PEFT and clemcore's ``clem run`` load by path. A resumed run finds the folder and reuses it;
+    under several processes the main one writes it first."""
+    from dataclasses import replace
+
+    import torch
+
+    from playprm.models import gguf
+
+    if not gguf.is_gguf_path(base.model_id):
+        return base
+    folder = Path(config.output_dir) / GGUF_BASE_FOLDER
+    with config.main_process_first(desc="import the .gguf base model"):
+        if not (folder / "config.json").is_file():
+            dtype = "bf16" if model_dtype(config) == torch.bfloat16 else "fp32"
+            announce(f"importing {Path(base.model_id).name} into {folder} ({dtype}): the adapter's base model")
+            gguf.import_folder(base.model_id, folder, dtype=dtype)
+    return replace(base, model_id=str(folder.resolve()))
 
 
 def model_dtype(config):

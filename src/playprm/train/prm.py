@@ -324,7 +324,7 @@ def train_prm(config, base, data_dir: Path, *, resume: bool = False, callbacks=(
     """
     from playprm.atomic import write_json
     from playprm.errors import UsageError
-    from playprm.train.base_model import shards_parameters
+    from playprm.train.base_model import import_gguf_base, shards_parameters
     from playprm.train.prm_metrics import calibration_bins, plot_calibration, prm_metrics
     from playprm.train.sft import load_tokenizer
 
@@ -334,6 +334,7 @@ def train_prm(config, base, data_dir: Path, *, resume: bool = False, callbacks=(
                          "a 4-bit 27B backbone fits one 48 GB GPU per process; drop --deepspeed / --fsdp")
     data = read_prm_dataset(Path(data_dir), config.loss)
     checkpoint = checkpoint_to_resume(output_dir, resume)
+    base = import_gguf_base(base, config, announce)
     tokenizer = load_tokenizer(base)
     template_kwargs = base.template_kwargs(config.chat_template_kwargs)
     train, train_stats = scored_sequences(tokenizer, data["train"], template_kwargs, config.max_length)

@@ -182,7 +182,7 @@ def train_sft(config, base: BaseModel, data_dir: Path, *, resume: bool = False, 
 
     from playprm.atomic import write_json
     from playprm.models.registry import write_registry_entry
-    from playprm.train.base_model import load_base_model
+    from playprm.train.base_model import import_gguf_base, load_base_model
     from playprm.train.qlora import lora_config
 
     if not hasattr(trl_utils, "add_fused_lm_head"):  # validation metrics call the fused LM head TRL installs
@@ -191,6 +191,7 @@ def train_sft(config, base: BaseModel, data_dir: Path, *, resume: bool = False, 
     output_dir = Path(config.output_dir)
     splits = read_splits(Path(data_dir), sft_record_problem, "sft-data")
     checkpoint = checkpoint_to_resume(output_dir, resume)
+    base = import_gguf_base(base, config, announce)
     tokenizer = load_tokenizer(base)
     template_kwargs = base.template_kwargs(config.chat_template_kwargs)
     train = tokenize_split(tokenizer, splits["train"], template_kwargs, config.max_length)
