@@ -141,8 +141,10 @@ def test_saved_adapter_reloads_and_changes_the_policy_outputs(trained_run, tiny_
         "model_name": out.name,
         "backend": "huggingface_local",
         "huggingface_id": str(tiny_models["policy"].resolve()),
-        "model_config": {"premade_chat_template": True, "load_in_4bit": False, "chat_template_kwargs": {},
-                         "peft_model": str(out.resolve())},
+        # what clemcore's clem run reads as playprm means it: no load_in_4bit key (present, even false, clemcore
+        # asks bitsandbytes for a quantization config), the end-of-turn text culled, left padding
+        "model_config": {"premade_chat_template": True, "eos_to_cull": "<\\|im_end\\|>", "padding_side": "left",
+                         "chat_template_kwargs": {}, "peft_model": str(out.resolve())},
     }
     spec = resolve_policy(out.name, cwd=out)  # what `playprm eval --policy-model <name>` does there
     assert spec.peft_model == str(out.resolve()) and spec.model_id == str(tiny_models["policy"].resolve())

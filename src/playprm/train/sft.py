@@ -125,11 +125,20 @@ def assistant_token_metrics(trainer) -> dict:
 
 
 def registry_entry(model_name: str, base_model_id: str, adapter_dir: Path, *, load_in_4bit: bool,
-                   chat_template_kwargs: dict, full_weights: bool = False) -> dict:
+                   chat_template_kwargs: dict, eos_to_cull: str, full_weights: bool = False) -> dict:
     """The clemcore ``model_registry.json`` entry of a trained adapter (``huggingface_local`` backend); of a
-    full-weight run, the saved model itself."""
-    config = {"premade_chat_template": True, "load_in_4bit": bool(load_in_4bit),
-              "chat_template_kwargs": dict(chat_template_kwargs)}
+    full-weight run, the saved model itself.
+
+    Written so that clemcore 3.7.2's own ``clem run`` plays it as ``playprm eval`` does: its backend reads
+    ``premade_chat_template`` and ``eos_to_cull`` unconditionally (a missing one is a KeyError on the first
+    reply), builds a bitsandbytes config whenever ``load_in_4bit`` is present, even false (so the key is written
+    only when true; playprm reads its absence as false), and guesses the padding side with a warning unless
+    ``padding_side`` says it. ``eos_to_cull`` is what playprm culls for the model given by path.
+    """
+    config: dict = {"premade_chat_template": True, "eos_to_cull": eos_to_cull, "padding_side": "left"}
+    if load_in_4bit:
+        config["load_in_4bit"] = True
+    config["chat_template_kwargs"] = dict(chat_template_kwargs)
     if not full_weights:
         config["peft_model"] = str(Path(adapter_dir).resolve())
     return {
@@ -182,6 +191,7 @@ def train_sft(config, base: BaseModel, data_dir: Path, *, resume: bool = False, 
 
     from playprm.atomic import write_json
     from playprm.models.registry import write_registry_entry
+    from playprm.models.replies import default_eos_to_cull
     from playprm.train.base_model import import_gguf_base, load_base_model
     from playprm.train.qlora import lora_config
 
@@ -223,7 +233,8 @@ def train_sft(config, base: BaseModel, data_dir: Path, *, resume: bool = False, 
     if main_process:
         name = config.model_name or output_dir.resolve().name
         entry = registry_entry(name, base.model_id, output_dir, load_in_4bit=bool(config.load_in_4bit),
-                               chat_template_kwargs=template_kwargs, full_weights=config.full_weights)
+                               chat_template_kwargs=template_kwargs, eos_to_cull=default_eos_to_cull(tokenizer),
+                               full_weights=config.full_weights)
         write_registry_entry(output_dir, entry)
         write_json(output_dir / METRICS_FILE, metrics)
         from playprm.train.model_card import write_run_card
