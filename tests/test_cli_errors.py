@@ -40,6 +40,16 @@ def broken_games(tmp_path):
     (["--game-all", "--shard", "3/2"], "0 <= i < n"),
     (["--game-all", "--mode", "best-of-n", "--prm-path", "/no/such/prm"], "is not a directory"),
     ([], "--game NAME"),
+    (["--game-all", "--switch-margin", "0.1"], "--mode best-of-n --selection anchored"),
+    (["--game-all", "--mode", "best-of-n", "--prm-path", "{prm}", "--switch-margin", "0.1"], "--selection anchored"),
+    (["--game-all", "--mode", "best-of-n", "--prm-path", "{prm}", "--selection", "anchored", "--switch-margin", "-1"],
+     "must be >= 0"),
+    (["--game-all", "--mode", "best-of-n", "--prm-path", "{prm}", "--selection", "anchored", "--n-candidates", "1"],
+     "--n-candidates >= 2"),
+    (["--game-all", "--mode", "best-of-n", "--prm-path", "{prm}", "--selection", "anchored"], "switch_margin.json"),
+    (["--game-all", "--mode", "best-of-n", "--scorer", "logprob", "--selection", "anchored", "--switch-margin",
+      "auto"], "measured on the PRM"),
+    (["--game-all", "--mode", "beam-search", "--prm-path", "{prm}", "--selection", "weighted"], "--mode best-of-n"),
 ])
 def test_eval_rejects_bad_input_before_loading(card_models, tmp_path, capsys, extra, message):
     results = tmp_path / "results"

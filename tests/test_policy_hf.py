@@ -111,3 +111,11 @@ def test_generation_stops_on_a_stop_token_and_keeps_it_for_eos_to_cull(policy):
     # as in clemcore, the stop token's text stays in the reply unless eos_to_cull matches it (an ordinary word here)
     assert [c.text for c in stopped] == [word.strip()] * 2
     assert first.num_tokens == 6 and not first.finished  # without the stop it ran to max_tokens
+
+
+def test_greedy_first_decodes_the_greedy_reply_beside_the_samples_from_one_prefill(policy):
+    # anchored best-of-n: row 0 of each context is the greedy reply, the others are sampled as usual
+    greedy = policy.generate(CONTEXTS, n=1, temperature=0.0, max_tokens=10)
+    anchored = policy.generate(CONTEXTS, n=4, temperature=1.0, max_tokens=10, seed=5, greedy_first=True)
+    assert [group[0].raw for group in anchored] == [group[0].raw for group in greedy]
+    assert all(len({c.text for c in group}) > 1 for group in anchored)

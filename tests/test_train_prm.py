@@ -240,3 +240,31 @@ def test_prm_recipes_name_only_known_settings(recipe):
 
     settings = load_recipe(recipe, PRMTrainingConfig, fixed=("model", "data"))
     assert settings["model"] and settings.get("loss", "bce") in ("bce", "bt", "both")
+
+
+def test_train_prm_writes_the_switch_margin_from_sibling_replies_in_validation(card_models, tmp_path):
+    # each validation context also gets the opposite reply, so validation holds two different replies per context;
+    # the file's quantiles are those of the saved PRM's own scores of those records (nothing held out is read)
+    from playprm.config import EvalConfig
+    from playprm.prm import switch_margin
+    from playprm.prm.model import load_prm
+    from playprm.prm.scorer import PRMScorer
+
+    data = write_prm_data(tmp_path / "data", train=12, validation=4)
+    validation = [json.loads(line) for line in (data / "validation.jsonl").read_text().splitlines()]
+    siblings = [{**r, "response": r["response"].replace("GOOD", "X").replace("BAD", "GOOD").replace("X", "BAD"),
+                 "label": 1.0 - r["label"]} for r in validation]
+    (data / "validation.jsonl").write_text("".join(json.dumps(r) + "\n" for r in validation + siblings))
+    prm_run(card_models, data, tmp_path / "out")
+    written = json.loads((tmp_path / "out" / switch_margin.SWITCH_MARGIN_FILE).read_text())
+    assert written["contexts"] == len(validation) and written["differences"] == len(validation)  # one not-better each
+    model, tokenizer, _ = load_prm(tmp_path / "out", device="cpu")
+    scorer = PRMScorer(model, tokenizer)
+    records = validation + siblings
+    scores = [scorer.score([r["messages"]], [[r["response"]]])[0][0] for r in records]
+    differences, _ = switch_margin.null_differences(records, scores)
+    assert written["quantiles"][-1] == pytest.approx(max(differences), abs=1e-4)
+    assert written["quantiles"][0] == pytest.approx(min(differences), abs=1e-4)
+    cfg = EvalConfig(policy_model="p", mode="best-of-n", prm_path=tmp_path / "out", games=["wordle"],
+                     selection="anchored", switch_margin="auto").validate()
+    assert cfg.switch_margin == switch_margin.margin_for(tmp_path / "out", 4) and cfg.switch_margin_rule == "auto"

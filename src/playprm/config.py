@@ -11,11 +11,25 @@ from playprm.errors import UsageError
 from playprm.search.base import AGGREGATES, SearchSettings
 from playprm.search.modes import MODES as DECODING_MODES
 from playprm.search.modes import DecodingMode
+from playprm.search.selection import SELECTIONS
 
 MODES = tuple(DECODING_MODES)
 # what ranks best-of-n candidates: the PRM; the policy's own mean token log-probability (the no-PRM baseline);
 # the programmatic expert's judgement of the player's context (an upper bound that sees no hidden game state)
 SCORERS = ("prm", "logprob", "expert")
+
+
+def parse_switch_margin(text: str | None) -> float | str | None:
+    """``--switch-margin auto`` or a number >= 0 (the score a candidate must beat greedy's by)."""
+    if text is None or str(text).strip().lower() == "auto":
+        return None if text is None else "auto"
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"--switch-margin {text!r} must be a number >= 0 or auto") from None
+    if not value >= 0:  # NaN too
+        raise UsageError(f"--switch-margin {text} must be >= 0 (0 = argmax over a set that holds greedy) or auto")
+    return value
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:
@@ -55,6 +69,11 @@ class EvalConfig:
     shard: tuple[int, int] | None = None
     retry_errors: bool = False
     scorer: str = "prm"  # best-of-n only: one of SCORERS
+    selection: str = "argmax"  # best-of-n only: one of search.selection.SELECTIONS (argmax: the model card's)
+    # anchored only: a number >= 0, "auto" (from --prm-path's switch_margin.json, for this N) or None (auto with
+    # the PRM, 0 with another scorer); validate() leaves the number it resolved (None unless anchored)
+    switch_margin: float | str | None = None
+    switch_margin_rule: str | None = field(default=None, init=False)  # after validate(): "auto" or "given"
 
     def validate(self) -> EvalConfig:
         if self.mode not in MODES:
@@ -70,6 +89,7 @@ class EvalConfig:
             raise UsageError(f"--scorer {self.scorer} ranks best-of-n candidates; use it with --mode best-of-n")
         if mode.guided and self.prm_path is None and self.scorer == "prm":
             raise UsageError(f"--mode {self.mode} needs a PRM: add --prm-path DIR (from train-prm or make-tiny)")
+        self._validate_selection(mode)
         if mode.guided and self.temperature == 0:
             raise UsageError(f"--mode {self.mode} with --temperature 0 yields N identical candidates; use e.g. 0.7")
         if self.n_candidates < 1:
@@ -100,6 +120,38 @@ class EvalConfig:
             read_prm_config(self.prm_path)
         return self
 
+    def _validate_selection(self, mode: DecodingMode) -> None:
+        """``--selection`` and ``--switch-margin``: known, on best-of-n, and the margin resolved to a number."""
+        self.switch_margin = parse_switch_margin(self.switch_margin) if isinstance(self.switch_margin, str) \
+            else self.switch_margin
+        if self.selection not in SELECTIONS:
+            raise UsageError(f"--selection {self.selection!r} is not one of {', '.join(SELECTIONS)}")
+        if self.switch_margin is not None and self.selection != "anchored":
+            where = "--selection anchored" if mode.guided else "--mode best-of-n --selection anchored"
+            raise UsageError(f"--switch-margin is how much a candidate must beat the greedy reply by, which only "
+                             f"{where} keeps; add it or drop --switch-margin")
+        if self.selection != "argmax" and self.mode != "best-of-n":
+            raise UsageError(f"--selection {self.selection} picks among best-of-n candidates; use it with "
+                             f"--mode best-of-n")
+        if self.selection != "anchored":
+            return
+        if self.n_candidates < 2:
+            raise UsageError(f"--selection anchored with --n-candidates {self.n_candidates} has nothing to switch "
+                             f"to: it needs the greedy reply and at least one sample (--n-candidates >= 2)")
+        if self.switch_margin is None:
+            self.switch_margin = "auto" if self.scorer == "prm" else 0.0
+        if self.switch_margin == "auto":
+            if self.scorer != "prm":
+                raise UsageError(f"--switch-margin auto is measured on the PRM's validation rollouts; with --scorer "
+                                 f"{self.scorer} give a number")
+            if self.prm_path is None:
+                return  # the missing --prm-path is reported next
+            from playprm.prm.switch_margin import margin_for
+
+            self.switch_margin_rule = "auto"
+            self.switch_margin = margin_for(self.prm_path, self.n_candidates)
+        self.switch_margin_rule = self.switch_margin_rule or "given"
+
     def validate_backend(self, backend: str, policy_name: str) -> None:
         """UsageError when the mode needs what the policy's backend cannot do (checked before it loads)."""
         mode = self.decoding_mode
@@ -109,7 +161,8 @@ class EvalConfig:
 
     def search_settings(self) -> SearchSettings:
         """The strategies' settings: this config's fields of the same names (after ``validate()``)."""
-        return SearchSettings(**{f.name: getattr(self, f.name) for f in fields(SearchSettings) if f.name != "seeds"})
+        values = {f.name: getattr(self, f.name) for f in fields(SearchSettings) if f.name != "seeds"}
+        return SearchSettings(**{**values, "switch_margin": self.switch_margin or 0.0})
 
     @property
     def decoding_mode(self) -> DecodingMode:
@@ -131,6 +184,10 @@ class EvalConfig:
             fields["guide_roles"] = sorted(r.lower() for r in self.guide_roles) if self.guide_roles else None
         if self.scorer != "prm":
             fields["scorer"] = self.scorer
+        if self.selection != "argmax":  # left out for the card's selection: earlier runs keep their fingerprint
+            fields["selection"] = self.selection
+        if self.selection == "anchored":
+            fields["switch_margin"] = self.switch_margin
         if mode.beam:
             fields.update(beam_width=self.beam_width, num_beam_iterations=self.num_beam_iterations)
         if mode.reads_aggregate:
@@ -146,6 +203,10 @@ class EvalConfig:
                                          aggregate=self.aggregate)
         if self.scorer != "prm":  # validate() allows other scorers with best-of-n only
             tag += f"-{self.scorer}"
+        if self.selection == "anchored":  # validate() allows other selections with best-of-n only
+            tag += f"-anchored{self.switch_margin:.4g}"
+        elif self.selection != "argmax":
+            tag += f"-{self.selection}"
         if self.guide_roles and mode.guided:
             tag += "-guide_" + "_".join(sorted(r.lower() for r in self.guide_roles))
         return tag

@@ -41,6 +41,7 @@ from playprm.results.layout import (
     requests_file,
 )
 from playprm.results.staging import publish, staging_folder
+from playprm.search.selection import repeats
 
 logger = logging.getLogger(__name__)
 
@@ -113,6 +114,7 @@ class Turn:
     player: str
     game_role: str
     context: list[dict]  # the messages the player sees (its perspective plus the new context)
+    rejected: list[str] = field(default_factory=list)  # this player's replies the game refused in this episode
 
 
 @dataclass
@@ -130,7 +132,10 @@ class Episode:
     error: dict | None = None
     tags: dict = field(default_factory=dict)  # caller's bookkeeping, copied on fork (e.g. rollout tree ids)
     pending: Turn | None = None
+    # per player, the replies the game refused: it asked the player again in the round of that reply
+    rejected: dict[str, list[str]] = field(default_factory=dict)
     _context: dict | None = None
+    _last_reply: tuple[str, int, str] | None = None  # (player, round, text) of the last step, a policy reply
 
     @classmethod
     def start(cls, task: EpisodeTask, policy_name: str, run_dir: str, gen_args: dict) -> Episode:
@@ -168,12 +173,23 @@ class Episode:
                 continue
             player = self.env.player_by_agent_id[agent]
             if isinstance(player.model, PolicyModel):
+                self._note_rejection(player.name)
                 self._context = context
                 perspective = player.get_perspective() + [context]
                 messages = [{"role": m["role"], "content": m["content"]} for m in perspective]
-                self.pending = Turn(player=player.name, game_role=player.game_role, context=messages)
+                self.pending = Turn(player=player.name, game_role=player.game_role, context=messages,
+                                    rejected=list(self.rejected.get(player.name, [])))
                 return
+            self._last_reply = None
             self.env.step(player(context))  # programmatic or other non-policy player
+
+    def _note_rejection(self, player: str) -> None:
+        """The game asks ``player`` again: its last reply, given in this same round and answered by nobody else,
+        was refused (clemcore's game masters re-prompt within the round). Games of every kind, no game code."""
+        last, self._last_reply = self._last_reply, None
+        round_ = getattr(self.game_master, "current_round", None)
+        if last is not None and round_ is not None and last[:2] == (player, round_):
+            self.rejected.setdefault(player, []).append(last[2])
 
     def play(self, text: str, *, log: dict | None = None, generated_tokens: int = 0, prm_tokens: int = 0,
              prefill_tokens: int | None = None) -> None:
@@ -191,8 +207,10 @@ class Episode:
         if log is not None:
             for candidate in log.get("candidates", []):
                 candidate["text"] = printable(candidate["text"])
+            log["rejected"] = repeats([c["text"] for c in log.get("candidates", [])], self.pending.rejected)
             self.candidates.append({"turn": len(self.candidates), "round": self.game_master.current_round,
                                     "player": self.pending.player, "game_role": self.pending.game_role, **log})
+        self._last_reply = (self.pending.player, getattr(self.game_master, "current_round", None), text)
         try:
             prompt = player.perceive_context(self._context)
             response_object = {"clem_player": {"response": text, "model_name": player.model.name}}

@@ -39,7 +39,8 @@ def turn_player(mode: str, policy, scorer, settings: SearchSettings, is_guided, 
         guided = [e for e in pending if strategy is not None and is_guided(e.pending)]
         plain = [e for e in pending if not (strategy is not None and is_guided(e.pending))]
         if guided:
-            choices = strategy.choose([e.pending.context for e in guided], policy, scorer, settings)
+            choices = strategy.choose([e.pending.context for e in guided], policy, scorer, settings,
+                                      rejected=[e.pending.rejected for e in guided])
             for e, c in zip(guided, choices):
                 e.turn_scores.append(c.scores[c.chosen])
                 e.play(c.text, log=c.log(mode), generated_tokens=c.generated_tokens, prm_tokens=c.prm_tokens,
@@ -89,6 +90,7 @@ def run_eval(cfg: EvalConfig, *, policy=None, scorer=None, progress: bool = True
             "n_candidates": cfg.n_candidates if cfg.decoding_mode.guided else 1, "beam_width": cfg.beam_width,
             "aggregate": cfg.aggregate, "temperature": cfg.temperature, "max_tokens": cfg.max_tokens,
             "num_beam_iterations": cfg.num_beam_iterations, "seed": cfg.seed, "guide_roles": cfg.guide_roles,
+            "selection": cfg.selection, "switch_margin": cfg.switch_margin, "switch_margin_rule": cfg.switch_margin_rule,
             "shard": list(cfg.shard) if cfg.shard else None, "policy": spec.describe(), "prm_path": prm_path,
             "broken_games": {g: str(e) for g, e in broken.items()},
         })

@@ -8,6 +8,7 @@ from pathlib import Path
 from playprm.config import MODES, SCORERS, EvalConfig, parse_shard
 from playprm.search.base import AGGREGATES
 from playprm.search.modes import mode_help
+from playprm.search.selection import SELECTION_HELP, SELECTIONS
 
 
 def add_game_arguments(parser) -> None:
@@ -43,12 +44,17 @@ def register(subparsers) -> None:
                         help="best-of-n: rank candidates by the PRM (default), the policy's mean token "
                              "log-probability (the no-PRM baseline) or the programmatic expert (an upper bound for "
                              "built-in games; sees only the player's context)")
+    parser.add_argument("--selection", choices=SELECTIONS, default="argmax", help=f"best-of-n: {SELECTION_HELP}")
+    parser.add_argument("--switch-margin", metavar="FLOAT|auto",
+                        help="--selection anchored: how much a candidate's score must beat the greedy reply's to "
+                             "replace it; auto (the default with the PRM) reads it for this N from --prm-path's "
+                             "switch_margin.json (train-prm's validation rollouts); 0 = argmax over a set with greedy")
     parser.set_defaults(func=run)
 
 
 def config_from_args(args) -> EvalConfig:
     """The command line's options as an EvalConfig (every field has an option of the same name)."""
-    values = {f.name: getattr(args, f.name) for f in fields(EvalConfig)}
+    values = {f.name: getattr(args, f.name) for f in fields(EvalConfig) if f.init}
     return EvalConfig(**{**values, "shard": parse_shard(args.shard)})
 
 

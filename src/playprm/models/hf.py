@@ -76,6 +76,7 @@ class HFPolicy:
     """A transformers causal LM behind the ``Policy`` interface."""
 
     compact_rows = True  # drop finished rows from the decode batch (False: every row decodes to the end, for A/B)
+    greedy_first = True  # generate(greedy_first=True): each context's first row greedy, from the same prefill
 
     def __init__(self, spec: PolicySpec, model=None, tokenizer=None, *, max_batch_rows: int = 64,
                  reuse_cache: bool = True):
@@ -100,10 +101,11 @@ class HFPolicy:
         return chat.prompt_ids(self.tokenizer, context, self.spec.chat_template_kwargs)
 
     def generate(self, contexts: list[list[dict]], *, n: int = 1, temperature: float = 0.0,
-                 max_tokens: int = 256, seed: int | None = None,
-                 prefixes: list[str] | None = None) -> list[list[Candidate]]:
-        """Per context, ``n`` candidates (continuations of ``prefixes`` when given). Contexts are sorted by length
-        and decoded in chunks."""
+                 max_tokens: int = 256, seed: int | None = None, prefixes: list[str] | None = None,
+                 greedy_first: bool = False) -> list[list[Candidate]]:
+        """Per context, ``n`` candidates (continuations of ``prefixes`` when given); with ``greedy_first`` the
+        first of them is the greedy reply and the others are sampled. Contexts are sorted by length and decoded
+        in chunks."""
         if not contexts:
             return []
         prompts = [self.prompt_ids(context) for context in contexts]
@@ -120,7 +122,7 @@ class HFPolicy:
         for start in range(0, len(order), per_chunk):
             chunk = order[start:start + per_chunk]
             outputs = self._sample([prompts[i] for i in chunk], n, temperature, max_tokens, generator,
-                                   keep=None if keep is None else [keep[i] for i in chunk])
+                                   keep=None if keep is None else [keep[i] for i in chunk], greedy_first=greedy_first)
             for i, candidates in zip(chunk, outputs):
                 results[i] = candidates
         return results  # type: ignore[return-value]
@@ -153,7 +155,8 @@ class HFPolicy:
 
     @torch.inference_mode()
     def _sample(self, prompts: list[list[int]], n: int, temperature: float, max_tokens: int,
-                generator: torch.Generator, *, keep: list[int] | None = None) -> list[list[Candidate]]:
+                generator: torch.Generator, *, keep: list[int] | None = None,
+                greedy_first: bool = False) -> list[list[Candidate]]:
         device = self.device
         batch = prefix_cache.encode(self.model, prompts, self.tokenizer.pad_token_id, self.prefix_store, device,
                                     keep=keep)
@@ -175,6 +178,8 @@ class HFPolicy:
         token_logprobs = torch.zeros((rows, max_tokens), dtype=torch.float32, device=device)
         running = torch.arange(rows, device=device)  # the original row of each row still in the batch
         stopped = torch.zeros(rows, dtype=torch.bool, device=device)
+        # the greedy rows: the sampling warpers (temperature, top-k, top-p) keep the argmax, so it is greedy's
+        greedy = torch.arange(rows, device=device) % n == 0 if greedy_first and temperature > 0 else None
         steps = 0
         for step in range(max_tokens):
             logprobs = torch.log_softmax(logits, dim=-1)
@@ -188,6 +193,8 @@ class HFPolicy:
                 draws = torch.rand(rows, generator=generator, device=device)[running]
                 cdf = torch.softmax(scores, dim=-1, dtype=torch.float32).cumsum(dim=-1)
                 chosen = torch.searchsorted(cdf, (draws * cdf[:, -1])[:, None], right=True).squeeze(-1)
+                if greedy is not None:
+                    chosen = torch.where(greedy[running], scores.argmax(dim=-1), chosen)
             tokens[running, step] = chosen
             token_logprobs[running, step] = logprobs.gather(1, chosen[:, None]).squeeze(-1)
             steps = step + 1

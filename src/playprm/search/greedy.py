@@ -11,4 +11,5 @@ def choose(contexts: list[list[dict]], policy, scorer, settings: SearchSettings,
     """One reply per context; no PRM involved."""
     outputs = clean_candidates(policy.generate(contexts, n=1, temperature=temperature, max_tokens=settings.max_tokens,
                               seed=settings.next_seed()))
-    return [Choice(text=cands[0].text, candidates=cands, scores=None, chosen=0) for cands in outputs]
+    greedy = 0 if temperature == 0 else None
+    return [Choice(text=cands[0].text, candidates=cands, scores=None, chosen=0, greedy=greedy) for cands in outputs]

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 from playprm.models import replies
 from playprm.models.base import Candidate, clean_candidates
-from playprm.search.base import Choice, SearchSettings, argmax
+from playprm.search.base import Choice, SearchSettings
+from playprm.search.selection import select
 
 
 @dataclass
@@ -27,8 +28,10 @@ class _Partial:
     score: float = 0.0
 
 
-def choose(contexts: list[list[dict]], policy, scorer, settings: SearchSettings) -> list[Choice]:
-    """For each context, the reply the PRM ranks best, grown chunk by chunk without asking the game."""
+def choose(contexts: list[list[dict]], policy, scorer, settings: SearchSettings, *,
+           rejected: list[list[str]] | None = None) -> list[Choice]:
+    """For each context, the reply the PRM ranks best, grown chunk by chunk without asking the game; a reply
+    the game already refused (``rejected[i]``, as in best-of-n) is played only when no other one finished."""
     width = max(1, settings.beam_width)
     per_beam = max(1, settings.n_candidates // width)
     chunk = max(8, settings.max_tokens // max(1, settings.num_beam_iterations))
@@ -66,8 +69,10 @@ def choose(contexts: list[list[dict]], policy, scorer, settings: SearchSettings)
         candidates = [Candidate(text=rule(b.raw), num_tokens=b.tokens, logprob=b.logprob, finished=b.finished,
                                 raw=b.raw) for b in finished]
         scores = [b.score for b in finished]
-        best = argmax(scores)
+        best = select(scores, [c.text for c in candidates], selection="argmax",
+                      rejected=rejected[i] if rejected else None)
         # charged with every sampled continuation, not only the surviving beams
         choices.append(Choice(text=candidates[best].text, candidates=candidates, scores=scores, chosen=best,
-                              prm_tokens=round(spent * generated[i] / total), search_tokens=generated[i]))
+                              prm_tokens=round(spent * generated[i] / total), search_tokens=generated[i],
+                              selection="argmax"))
     return choices

@@ -1,8 +1,9 @@
 """Every decoding mode, declared once: ``eval``'s choices and help, config validation, the results folder tag,
 the fingerprint and ``play`` all read this table.
 
-A per-turn mode's strategy module has ``choose(contexts, policy, scorer, settings) -> list[Choice]``; a
-per-episode mode's has ``search(roots, policy, scorer, settings, *, is_guided, mode) -> finished episodes``.
+A per-turn mode's strategy module has ``choose(contexts, policy, scorer, settings, *, rejected) -> list[Choice]``
+(``rejected``: per context, the replies the game already refused that player in the episode, never to be played
+while another candidate exists); a per-episode mode's has ``search(roots, policy, scorer, settings, *, is_guided, mode) -> finished episodes``.
 Strategy modules are imported when a run asks for them, so reading the table (``--help``, validation) loads
 no game code.
 """

@@ -45,10 +45,13 @@ class ExpertScorer:
 
 
 def score_candidates(scorer, contexts, candidates: list[list[Candidate]]) -> list[list[float]]:
-    """Scores of each context's candidates by ``scorer`` (a PRMScorer reads their texts)."""
+    """Scores of each context's candidates by ``scorer``. A PRMScorer reads their texts only, so candidates
+    with identical texts in one context are scored once (sampling repeats short replies often)."""
     if hasattr(scorer, "score_candidates"):
         return scorer.score_candidates(contexts, candidates)
-    return scorer.score(contexts, [[c.text for c in group] for group in candidates])
+    texts = [list(dict.fromkeys(c.text for c in group)) for group in candidates]
+    scores = scorer.score(contexts, texts)
+    return [[dict(zip(unique, row))[c.text] for c in group] for group, unique, row in zip(candidates, texts, scores)]
 
 
 SCORER_CLASSES = {"logprob": LogprobScorer, "expert": ExpertScorer}

@@ -75,7 +75,8 @@ class SequenceStats:
 
 def scored_sequences(tokenizer, records: list[dict], chat_template_kwargs: dict | None,
                      max_length: int) -> tuple[list[dict], SequenceStats]:
-    """Sequences ``{"input_ids", "positions", "labels"}``: the head is read at each position against its label.
+    """Sequences ``{"input_ids", "positions", "labels", "records"}``: the head is read at each position against
+    its label; ``records`` are the indices in ``records`` of the turns read there.
 
     Records of one episode and player are chained into one sequence where their tokens line up (module doc).
     """
@@ -95,13 +96,14 @@ def scored_sequences(tokenizer, records: list[dict], chat_template_kwargs: dict 
                 continue
             chain = next((c for c in reversed(chains) if context[: len(c["input_ids"])] == c["input_ids"]), None)
             if chain is None:
-                chain = {"input_ids": [], "positions": [], "labels": []}
+                chain = {"input_ids": [], "positions": [], "labels": [], "records": []}
                 chains.append(chain)
             else:
                 stats.chained += 1
             chain["input_ids"] = input_ids
             chain["positions"].append(len(input_ids) - 1)
             chain["labels"].append(float(record["label"]))
+            chain["records"].append(index)
         sequences.extend(chains)
     stats.sequences = len(sequences)
     return sequences, stats
@@ -319,11 +321,13 @@ def train_prm(config, base, data_dir: Path, *, resume: bool = False, callbacks=(
 
     ``config`` is a ``PRMTrainingConfig``. Its ``output_dir`` receives checkpoints, the PRM
     (``ProcessRewardModel.save``: loads with ``load_prm(output_dir)``, i.e. ``--prm-path``), ``metrics.json``
-    (validation AUROC, Brier score, calibration bins) and ``calibration.png``. Input problems raise UsageError
+    (validation AUROC, Brier score, calibration bins), ``calibration.png`` and, when validation holds different
+    replies to one context, ``switch_margin.json`` (``eval --switch-margin auto``). Input problems raise UsageError
     before the model loads.
     """
     from playprm.atomic import write_json
     from playprm.errors import UsageError
+    from playprm.prm import switch_margin
     from playprm.train.base_model import import_gguf_base, shards_parameters
     from playprm.train.prm_metrics import calibration_bins, plot_calibration, prm_metrics
     from playprm.train.sft import load_tokenizer
@@ -394,6 +398,10 @@ def train_prm(config, base, data_dir: Path, *, resume: bool = False, callbacks=(
         plot_calibration(bins, output_dir / CALIBRATION_PLOT,
                          f"PRM calibration on validation (AUROC {scores.get('auroc', float('nan')):.3f})")
         write_json(output_dir / METRICS_FILE, metrics)
+        # predictions come in item order, the validation sequences first: their positions' records, in order
+        scored = [index for sequence in validation for index in sequence["records"]]
+        switch_margin.write(output_dir, [data["validation"][i] for i in scored],
+                            probabilities[:len(scored)].tolist())
         from playprm.train.model_card import write_run_card
 
         # last: the card reads every file written above

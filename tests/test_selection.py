@@ -1,0 +1,244 @@
+"""Which best-of-n candidate is played: the card's argmax, greedy-anchored with a switch margin, weighted pools;
+never a reply the game already rejected; identical candidates scored once; the margin train-prm measures."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from clemcore.clemgame import DialogueGameMaster, GameScorer, GameSpec, Player
+
+from playprm.episode import Episode, EpisodeTask
+from playprm.models.base import Candidate, PolicySpec
+from playprm.play import guide_filter, turn_player
+from playprm.prm import switch_margin
+from playprm.prm.scorer import ScoreStats
+from playprm.search import best_of_n
+from playprm.search.base import SearchSettings
+from playprm.search.selection import repeats, select
+
+CONTEXT = [{"role": "user", "content": "Say a word."}]
+
+
+class ListPolicy:
+    """Scripted candidates: the greedy reply at temperature 0, else the first n of ``samples``."""
+
+    def __init__(self, greedy: str, samples: list[str]):
+        self.spec = PolicySpec(name="list", backend="scripted", model_id="scripted:list")
+        self.greedy, self.samples = greedy, samples
+
+    def generate(self, contexts, *, n=1, temperature=0.0, max_tokens=256, seed=None, prefixes=None):
+        texts = [self.greedy] * n if temperature <= 0 else self.samples[:n]
+        return [[Candidate(text=t, num_tokens=len(t), logprob=-1.0) for t in texts] for _ in contexts]
+
+
+class TableScorer:
+    """A PRM with a fixed score per reply text; records the texts it was asked to score and charges a token each."""
+
+    def __init__(self, table: dict[str, float]):
+        self.table = table
+        self.stats = ScoreStats()
+        self.seen: list[list[str]] = []
+
+    def score(self, contexts, candidates):
+        self.seen += [list(group) for group in candidates]
+        self.stats.candidate_tokens += sum(len(group) for group in candidates)
+        return [[self.table[text] for text in group] for group in candidates]
+
+
+def settings(**values) -> SearchSettings:
+    return SearchSettings(**{"n_candidates": 4, "temperature": 1.0, "max_tokens": 8, **values})
+
+
+def test_anchored_best_of_n_keeps_greedy_within_margin():
+    texts, scores = ["greedy", "a", "b"], [0.50, 0.58, 0.55]
+    assert select(scores, texts, selection="anchored", greedy=0, margin=0.1) == 0
+    assert select(scores, texts, selection="anchored", greedy=0, margin=0.05) == 1  # beats greedy by 0.08
+    assert select([0.5, 0.6], ["greedy", "a"], selection="anchored", greedy=0, margin=0.1) == 0  # not *more*
+
+
+def test_anchored_margin_zero_is_the_argmax_over_a_set_that_holds_greedy():
+    for seed in range(50):
+        rng = random.Random(seed)
+        scores = [rng.choice([0.1, 0.4, 0.7]) for _ in range(5)]
+        texts = [f"reply {i}" for i in range(5)]
+        assert select(scores, texts, selection="anchored", greedy=0, margin=0.0) == \
+            select(scores, texts, selection="argmax")
+
+
+def test_the_greedy_reply_is_candidate_zero_and_a_margin_suppresses_switching():
+    policy = ListPolicy("GREEDY", ["s1", "s2", "s3", "s4"])
+    scorer = TableScorer({"GREEDY": 0.4, "s1": 0.45, "s2": 0.9, "s3": 0.2, "s4": 0.1})
+    (switching,) = best_of_n.choose([CONTEXT], policy, scorer, settings(selection="anchored", switch_margin=0.1))
+    assert [c.text for c in switching.candidates] == ["GREEDY", "s1", "s2", "s3"]  # greedy + N - 1 samples
+    assert (switching.greedy, switching.text, switching.switched) == (0, "s2", True)
+    (kept,) = best_of_n.choose([CONTEXT], policy, scorer, settings(selection="anchored", switch_margin=0.6))
+    assert (kept.text, kept.switched, kept.margin) == ("GREEDY", False, 0.6)
+    record = kept.log("best-of-n")
+    assert {key: record[key] for key in ("selection", "greedy", "margin", "switched", "rejected")} == {
+        "selection": "anchored", "greedy": 0, "margin": 0.6, "switched": False, "rejected": []}
+    (card,) = best_of_n.choose([CONTEXT], policy, scorer, settings())  # the card's argmax: N samples, no greedy
+    assert [c.text for c in card.candidates] == ["s1", "s2", "s3", "s4"] and card.greedy is None
+    assert card.log("best-of-n")["switched"] is None
+
+
+def test_weighted_selection_pools_the_scores_of_identical_moves():
+    texts = ["GUESS: crane", "GUESS: slate ", "GUESS: slate", " GUESS: slate"]
+    scores = [0.9, 0.4, 0.35, 0.3]
+    assert select(scores, texts, selection="argmax") == 0
+    assert select(scores, texts, selection="weighted") == 1  # 1.05 pooled beats 0.9; its best-scored member
+    assert select([0.9, 0.4, 0.3], ["a", "b", "b"], selection="weighted") == 0  # 0.7 pooled does not
+
+
+def test_a_rejected_reply_is_not_chosen_while_another_candidate_exists():
+    texts, scores = ["wrong", "wrong ", "right"], [0.9, 0.8, 0.1]
+    assert repeats(texts, ["wrong"]) == [0, 1]
+    for selection in ("argmax", "weighted"):
+        assert select(scores, texts, selection=selection, rejected=["wrong"]) == 2
+    assert select(scores, texts, selection="anchored", greedy=0, margin=0.5, rejected=["wrong"]) == 2
+    assert select(scores, ["wrong", "wrong"], selection="argmax", rejected=["wrong"]) == 0  # nothing else to play
+
+
+def test_identical_candidates_are_scored_once_and_charged_once():
+    policy = ListPolicy("x", ["same", "same", "other", "same"])
+    scorer = TableScorer({"same": 0.3, "other": 0.6})
+    (choice,) = best_of_n.choose([CONTEXT], policy, scorer, settings())
+    assert scorer.seen == [["same", "other"]]
+    assert choice.scores == [0.3, 0.3, 0.6, 0.3] and choice.text == "other"
+    assert choice.prm_tokens == 2
+
+
+class Asker(Player):
+    def _custom_response(self, context):
+        return "right"
+
+
+class RepromptingGame(DialogueGameMaster):
+    """Say the allowed word: a reply that is not allowed is refused and the player is asked again in the same
+    round (as clembench's wordle re-prompts an invalid guess), three refusals abort."""
+
+    def _on_setup(self, **instance):
+        self.allowed = instance["allowed"]
+        self.refusals = 0
+        self.accepted = False
+        self.player = Asker(self.player_models[0])
+        self.add_player(self.player, initial_context="Say the allowed word.")
+
+    def _parse_response(self, player, response):
+        return response
+
+    def _advance_game(self, player, reply):
+        if reply.strip() in self.allowed:
+            self.accepted = True
+            self.state.succeed()
+            return
+        self.refusals += 1
+        if self.refusals >= 3:
+            self.state.abort()
+            return
+        self.set_context_for(player, "That word is not allowed. Try again.")
+
+    def _should_pass_turn(self):
+        return self.accepted
+
+    def _start_next_round(self):
+        return self.accepted
+
+
+class RepromptingBenchmark:
+    """What ``Episode`` asks of a clemcore GameBenchmark, for the game above."""
+
+    def __init__(self):
+        self.game_spec = GameSpec.from_dict({"game_name": "reprompt", "game_path": ".", "players": 1,
+                                             "description": "re-prompts refused replies"})
+
+    def create_game_master(self, experiment, player_models):
+        return RepromptingGame(self.game_spec, experiment, player_models)
+
+    def create_game_scorer(self, experiment, instance):
+        return GameScorer("reprompt", experiment, instance)
+
+
+def play_reprompting(tmp_path, policy, scorer, search: SearchSettings) -> Episode:
+    task = EpisodeTask(game="reprompt", benchmark=RepromptingBenchmark(), experiment={"name": "e"},
+                       instance={"game_id": 0, "allowed": ["right"]}, episode_dir=tmp_path / "instance_00000")
+    episode = Episode.start(task, "scripted", "scripted--scripted", {})
+    choose = turn_player("best-of-n", policy, scorer, search, guide_filter(None), temperature=1.0)
+    while not episode.done:
+        choose([episode])
+    return episode
+
+
+@pytest.mark.parametrize("selection", ["argmax", "anchored", "weighted"])
+def test_best_of_n_never_repeats_a_reply_the_game_rejected(tmp_path, selection):
+    # the PRM prefers the refused word; after the game refuses it once, the other candidate is played
+    policy = ListPolicy("wrong", ["wrong", "right", "wrong", "wrong"])
+    scorer = TableScorer({"wrong": 0.9, "right": 0.1})
+    episode = play_reprompting(tmp_path, policy, scorer, settings(selection=selection, switch_margin=0.0))
+    assert episode.error is None and episode.outcome == "success"
+    assert episode.rejected == {"Player 1": ["wrong"]}
+    first, second = episode.candidates
+    assert first["candidates"][first["chosen"]]["text"] == "wrong" and first["rejected"] == []
+    assert second["round"] == first["round"]  # asked again in the same round
+    texts = [c["text"] for c in second["candidates"]]
+    assert second["rejected"] == [i for i, t in enumerate(texts) if t == "wrong"]
+    assert texts[second["chosen"]] == "right"
+    assert second["selection"] == selection
+
+
+def test_a_plain_turn_records_the_rejected_replies_it_repeats(tmp_path):
+    task = EpisodeTask(game="reprompt", benchmark=RepromptingBenchmark(), experiment={"name": "e"},
+                       instance={"game_id": 0, "allowed": ["right"]}, episode_dir=tmp_path / "instance_00000")
+    episode = Episode.start(task, "scripted", "scripted--scripted", {})
+    choose = turn_player("greedy", ListPolicy("wrong", []), None, settings(), guide_filter(None), temperature=0.0)
+    while not episode.done:
+        choose([episode])
+    assert episode.outcome == "aborted"  # greedy repeats the refused word until the game gives up
+    assert [row["rejected"] for row in episode.candidates] == [[], [0], [0]]
+    assert all(row["greedy"] == 0 and row["switched"] is False for row in episode.candidates)
+
+
+def test_the_auto_margin_grows_with_n_and_comes_from_not_better_siblings(tmp_path):
+    rng = random.Random(0)
+    records, scores = [], []
+    for context in range(200):
+        messages = [{"role": "user", "content": f"context {context}"}]
+        for reply in range(4):  # four different replies of equal label: noise alone
+            records.append({"messages": messages, "response": f"reply {reply}", "label": 0.5,
+                            "meta": {"game": "g", "experiment": "e", "game_id": context, "player": "Player 1"}})
+            scores.append(rng.gauss(0.5, 0.1))
+    differences, contexts = switch_margin.null_differences(records, scores)
+    assert contexts == 200 and len(differences) == 200 * 4 * 3
+    written = switch_margin.write(tmp_path, records, scores)
+    assert json.loads((tmp_path / switch_margin.SWITCH_MARGIN_FILE).read_text())["differences"] == 2400
+    margins = [switch_margin.margin_for(tmp_path, n) for n in (2, 4, 8, 16)]
+    assert margins == sorted(margins) and margins[0] > 0
+    # N = 2: a not-better alternative beats greedy by more than the margin in 10% of contexts
+    assert sum(d > margins[0] for d in differences) / len(differences) == pytest.approx(0.1, abs=0.01)
+    assert written["margins"]["16"] == pytest.approx(margins[3], abs=1e-6)
+    # a better alternative (higher label) is no null difference
+    better = [{**r, "label": 1.0 if r["response"] == "reply 0" else 0.0} for r in records]
+    differences, _ = switch_margin.null_differences(better, scores)
+    assert len(differences) == 200 * (3 + 3 * 2)  # reply 0 over the others (3), the others among themselves (6)
+
+
+def test_eval_anchored_writes_the_greedy_candidate_margin_and_switch_of_every_turn(card_models, tmp_path):
+    from playprm.config import EvalConfig
+    from playprm.play import run_eval
+
+    cfg = EvalConfig(policy_model=str(card_models["policy"]), mode="best-of-n", prm_path=card_models["prm"],
+                     games=["referencegame"], limit=1, max_tokens=8, n_candidates=3, selection="anchored",
+                     switch_margin="0.05", results_dir=tmp_path)
+    run_dir, summary = run_eval(cfg, progress=False)
+    assert run_dir.name.endswith("-bon3-anchored0.05")
+    meta = json.loads((run_dir / "playprm_run.json").read_text())
+    assert (meta["selection"], meta["switch_margin"], meta["switch_margin_rule"]) == ("anchored", 0.05, "given")
+    rows = [json.loads(line) for path in run_dir.rglob("candidates.jsonl") for line in path.read_text().splitlines()]
+    assert rows and sum(summary.played.values()) == 2
+    for row in rows:
+        assert (row["selection"], row["greedy"], row["margin"]) == ("anchored", 0, 0.05)
+        chosen, greedy = row["candidates"][row["chosen"]], row["candidates"][0]
+        assert row["switched"] == (chosen["text"] != greedy["text"])
+        assert row["switched"] is False or chosen["score"] > greedy["score"] + 0.05
+        assert row["rejected"] == []
