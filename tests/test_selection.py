@@ -242,3 +242,18 @@ def test_eval_anchored_writes_the_greedy_candidate_margin_and_switch_of_every_tu
         assert row["switched"] == (chosen["text"] != greedy["text"])
         assert row["switched"] is False or chosen["score"] > greedy["score"] + 0.05
         assert row["rejected"] == []
+
+
+def test_a_switch_margin_given_in_python_is_checked_as_on_the_command_line():
+    from playprm.config import EvalConfig
+    from playprm.errors import UsageError
+
+    def config(**values):
+        return EvalConfig(policy_model="p", mode="best-of-n", scorer="logprob", games=["wordle"],
+                          selection="anchored", **values)
+
+    assert config(switch_margin=0).validate().switch_margin == 0.0
+    assert config().validate().switch_margin == 0.0  # no PRM to measure a margin on: 0 unless given
+    assert config(switch_margin="0.25").validate().search_settings().switch_margin == 0.25
+    with pytest.raises(UsageError, match="must be >= 0"):
+        config(switch_margin=-0.5).validate()

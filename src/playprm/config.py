@@ -19,13 +19,14 @@ MODES = tuple(DECODING_MODES)
 SCORERS = ("prm", "logprob", "expert")
 
 
-def parse_switch_margin(text: str | None) -> float | str | None:
-    """``--switch-margin auto`` or a number >= 0 (the score a candidate must beat greedy's by)."""
+def parse_switch_margin(text: str | float | None) -> float | str | None:
+    """``--switch-margin auto`` or a number >= 0 (the score a candidate must beat greedy's by), as given on the
+    command line or in Python."""
     if text is None or str(text).strip().lower() == "auto":
         return None if text is None else "auto"
     try:
         value = float(text)
-    except ValueError:
+    except (TypeError, ValueError):
         raise UsageError(f"--switch-margin {text!r} must be a number >= 0 or auto") from None
     if not value >= 0:  # NaN too
         raise UsageError(f"--switch-margin {text} must be >= 0 (0 = argmax over a set that holds greedy) or auto")
@@ -122,8 +123,7 @@ class EvalConfig:
 
     def _validate_selection(self, mode: DecodingMode) -> None:
         """``--selection`` and ``--switch-margin``: known, on best-of-n, and the margin resolved to a number."""
-        self.switch_margin = parse_switch_margin(self.switch_margin) if isinstance(self.switch_margin, str) \
-            else self.switch_margin
+        self.switch_margin = parse_switch_margin(self.switch_margin)
         if self.selection not in SELECTIONS:
             raise UsageError(f"--selection {self.selection!r} is not one of {', '.join(SELECTIONS)}")
         if self.switch_margin is not None and self.selection != "anchored":

@@ -135,7 +135,7 @@ class Episode:
     # per player, the replies the game refused: it asked the player again in the round of that reply
     rejected: dict[str, list[str]] = field(default_factory=dict)
     _context: dict | None = None
-    _last_reply: tuple[str, int, str] | None = None  # (player, round, text) of the last step, a policy reply
+    _last_reply: tuple[str, int | None, str] | None = None  # (player, round, text): the last step, a policy reply
 
     @classmethod
     def start(cls, task: EpisodeTask, policy_name: str, run_dir: str, gen_args: dict) -> Episode:
