@@ -257,3 +257,17 @@ def test_a_switch_margin_given_in_python_is_checked_as_on_the_command_line():
     assert config(switch_margin="0.25").validate().search_settings().switch_margin == 0.25
     with pytest.raises(UsageError, match="must be >= 0"):
         config(switch_margin=-0.5).validate()
+
+
+def test_the_cards_selection_keeps_the_fingerprint_and_folder_of_runs_made_before_selections_existed():
+    from playprm.config import EvalConfig
+
+    def config(**values):
+        return EvalConfig(policy_model="p", mode="best-of-n", scorer="logprob", games=["wordle"], **values).validate()
+
+    card = config()
+    assert card.mode_tag() == "t0.7-bon4-logprob"
+    assert "selection" not in card.decoding() and "switch_margin" not in card.decoding()
+    anchored, weighted = config(selection="anchored", switch_margin=0.05), config(selection="weighted")
+    assert anchored.mode_tag() == "t0.7-bon4-logprob-anchored0.05" and weighted.mode_tag() == "t0.7-bon4-logprob-weighted"
+    assert anchored.decoding()["switch_margin"] == 0.05 and weighted.decoding()["selection"] == "weighted"
