@@ -1,6 +1,7 @@
 """Hostile or odd results folders are read or skipped (with path and reason), never crash: files nested 200k
-levels deep (RecursionError), Main Scores that are strings, Infinity or 1e9 (clemscore inf or 16666685.83),
-and model folders that are symlinks (followed, loops ended)."""
+levels deep (RecursionError), Main Scores that are strings or Infinity (clemscore an error or inf), and model
+folders that are symlinks (followed, loops ended). Hardening never drops what clemcore counts: a finite Main
+Score out of 0-100 (eqbench's can be negative) is counted, as clemcore counts it, with a warning."""
 
 from __future__ import annotations
 
@@ -70,16 +71,29 @@ def test_scores_nested_200k_levels_deep_are_skipped_with_path_and_reason(results
 @pytest.mark.parametrize("value, reason", [
     ('"abc"', "'Main Score' is 'abc'"),
     ("Infinity", "'Main Score' is inf"),
-    ("1e9", "'Main Score' is 1000000000.0"),
-    ("-0.5", "'Main Score' is -0.5"),
     ("true", "'Main Score' is True"),
 ])
-def test_a_main_score_outside_0_to_100_skips_the_episode_and_clemscore_stays_finite(results, capsys, value, reason):
+def test_a_main_score_clemcore_cannot_count_skips_the_episode_and_clemscore_stays_finite(results, capsys, value,
+                                                                                         reason):
     episode = first_episode(results)
     set_main_score(episode, value)
     code, err, table = report(results, capsys)
-    assert code == 0 and reason in err and str(episode) in err
+    assert code == 0 and reason in err and str(episode) in err and "no countable scores" in err
     assert table["-, episodes"] == 1 and 0 <= table["-, clemscore"] <= 100
+
+
+@pytest.mark.parametrize("value, note", [("-13.34", "Main Score is -13.34, out of 0-100"),
+                                         ("1e9", "Main Score is 1000000000.0, out of 0-100")])
+def test_a_finite_main_score_out_of_0_to_100_is_counted_as_clemcore_counts_it(results, capsys, value, note):
+    from playprm.report.clemscore import clemcore_table
+    from playprm.report.episodes import load_episode_scores
+
+    episode = first_episode(results)
+    set_main_score(episode, value)
+    code, err, table = report(results, capsys)
+    assert code == 0 and table["-, episodes"] == 2
+    assert "counted as clemcore counts them" in err and note in err and "could not be read" not in err
+    assert table["-, clemscore"] == clemcore_table(load_episode_scores([results]).frame)["-, clemscore"].iloc[0]
 
 
 def test_interactions_nested_200k_levels_deep_are_skipped_by_sft_data(results, tmp_path, capsys):
@@ -107,8 +121,8 @@ score_values = (st.floats(allow_nan=True, allow_infinity=True) | st.integers(min
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(main_score=score_values, aborted=score_values)
-def test_fuzzed_score_values_are_skipped_or_give_a_clemscore_from_0_to_100(played, tmp_path_factory, main_score,
-                                                                          aborted):
+def test_fuzzed_score_values_are_skipped_or_counted_with_a_finite_clemscore(played, tmp_path_factory, main_score,
+                                                                           aborted):
     from playprm.report.clemscore import CLEMSCORE, clemcore_table
     from playprm.report.episodes import load_episode_scores
 
@@ -121,6 +135,11 @@ def test_fuzzed_score_values_are_skipped_or_give_a_clemscore_from_0_to_100(playe
     episodes = load_episode_scores([results])
     table = clemcore_table(episodes.frame)
     value = float(table[CLEMSCORE].iloc[0])
-    assert math.isfinite(value) and 0 <= value <= 100
+    assert math.isfinite(value)
+    in_range = all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 100 and
+                   (v in (0, 1) or k == "Main Score")
+                   for k, v in (("Main Score", main_score), ("Aborted", aborted)))
+    if in_range:
+        assert 0 <= value <= 100
     skipped = [str(path) for path, _ in episodes.unreadable]
     assert len(skipped) + len(episodes.episode_dirs) == 2

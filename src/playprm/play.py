@@ -93,6 +93,8 @@ def run_eval(cfg: EvalConfig, *, policy=None, scorer=None, progress: bool = True
             "selection": cfg.selection, "switch_margin": cfg.switch_margin, "switch_margin_rule": cfg.switch_margin_rule,
             "shard": list(cfg.shard) if cfg.shard else None, "policy": spec.describe(), "prm_path": prm_path,
             "broken_games": {g: str(e) for g, e in broken.items()},
+            # each game's clemgame.json benchmark tags: report splits clemscore / statscore without --games-dir
+            "game_benchmarks": {e.name: e.benchmarks for e in entries},
         })
         runner.write_experiment_files([t for t in tasks if t.benchmark is not None], name, gen_args)
         is_guided = guide_filter(cfg.guide_roles)

@@ -5,7 +5,8 @@ replacement, keeping that game's episode count, ``n_resamples`` times. Each resa
 % Played (mean of Played x 100) and Quality Score (mean Main Score, NaN-skipping, as clemeval does); the
 game-level interval is the 2.5th-97.5th percentile of those. Resample ``b`` of every game together gives one
 replicate of the macro averages over games and of clemscore = Average % Played / 100 x Average Quality
-Score (statscore: the same over the static games only); their percentiles are the aggregate intervals.
+Score (statscore: the same over the static games only; Playpen's clemscore over the others); their
+percentiles are the aggregate intervals.
 Games are strata because clemscore weights games, not episodes, equally. The random stream of a
 (model, game) pair depends only on the seed and the two names, so adding a model or a game never moves
 another one's interval.
@@ -35,8 +36,9 @@ class ModelIntervals:
 
     played: dict[str, Interval]
     quality: dict[str, Interval]
-    clemscore: Interval
-    statscore: Interval
+    clemscore: Interval  # every game (clemcore's)
+    statscore: Interval  # the static games (NaN bounds where none)
+    interactive: Interval  # the other games (Playpen's clemscore)
 
 
 def _stream(seed: int, model: str, game: str) -> np.random.Generator:
@@ -63,6 +65,13 @@ def _percentiles(replicates: np.ndarray, level: float) -> Interval:
 def _aggregate(played: np.ndarray, quality: np.ndarray) -> np.ndarray:
     # played, quality: (resamples, games); macro average over games, then clemscore's product
     return _nanmean(played, axis=1) / 100.0 * _nanmean(quality, axis=1)
+
+
+def _subset(played: np.ndarray, quality: np.ndarray, columns: list[int], level: float) -> Interval:
+    # the aggregate over some games' columns; NaN bounds where there are none
+    if not columns:
+        return Interval(float("nan"), float("nan"))
+    return _percentiles(_aggregate(played[:, columns], quality[:, columns]), level)
 
 
 def bootstrap_intervals(
@@ -94,14 +103,13 @@ def bootstrap_intervals(
         played_matrix = np.column_stack(played_columns)
         quality_matrix = np.column_stack(quality_columns)
         static = [i for i, game in enumerate(games) if static_games and game in static_games]
-        statscore = (
-            _percentiles(_aggregate(played_matrix[:, static], quality_matrix[:, static]), level)
-            if static else Interval(float("nan"), float("nan"))
-        )
+        interactive = [i for i in range(len(games)) if i not in static]
+
         intervals[str(model)] = ModelIntervals(
             played=per_game_played,
             quality=per_game_quality,
             clemscore=_percentiles(_aggregate(played_matrix, quality_matrix), level),
-            statscore=statscore,
+            statscore=_subset(played_matrix, quality_matrix, static, level),
+            interactive=_subset(played_matrix, quality_matrix, interactive, level),
         )
     return intervals

@@ -5,10 +5,10 @@ through ``clemcore.clemeval.save_clem_table``, so ``-, clemscore``, every ``<gam
 ``<game>, Quality Score`` and the ``all, Average ...`` columns are clemcore's numbers, names and order
 (clemcore sorts the game columns by name, ``all`` among them). Only after those come playprm's extras:
 
-- ``-, statscore``: Playpen's static benchmark aggregate, the same aggregate over the static games only (games
-  whose clemgame.json lists a ``static_<version>`` tag such as ``"static_1.0"`` under ``"benchmark"``, as
-  clembench's ``static/`` tasks and the built-in ``arithmetic`` do): per-game values rounded to 2, averaged,
-  rounded, multiplied. Blank, with the reason in the notes, when no static game was played.
+- ``-, clemscore (interactive)`` and ``-, statscore``: Playpen's two numbers, the same aggregate over the
+  interactive games and over the static tasks (which game is which: ``playprm.report.game_kinds``): per-game
+  values rounded to 2, averaged, rounded, multiplied. Where no static game was played, the first equals
+  clemcore's clemscore and statscore is blank, with the reason in the notes.
 - bootstrap 95% intervals (``... CI low`` / ``... CI high``) for clemscore, statscore and every game's
   % Played and Quality Score; see ``playprm.report.bootstrap`` for the method.
 - ``episodes`` (scored episodes) and ``errored`` (an ``error.json`` and no scores.json: counted apart,
@@ -29,8 +29,10 @@ from clemcore.clemgame import metrics as clemmetrics
 from playprm.errors import UsageError
 from playprm.report.bootstrap import bootstrap_intervals
 from playprm.report.episodes import EpisodeScores, load_episode_scores, per_episode
+from playprm.report.game_kinds import classify_games
 
-CLEMSCORE = "-, clemscore"
+CLEMSCORE = "-, clemscore"  # clemcore's: every game read (the LM Playschool "in-domain" column)
+INTERACTIVE = "-, clemscore (interactive)"  # Playpen's clemscore: the interactive games only
 STATSCORE = "-, statscore"
 AVERAGE_PLAYED = "all, Average % Played"
 AVERAGE_QUALITY = "all, Average Quality Score"
@@ -40,34 +42,6 @@ CI_LOW = " CI low"
 CI_HIGH = " CI high"
 EPISODES = "episodes"
 ERRORED = "errored"
-
-
-def registry_static_games(games_dir: Path | None = None) -> tuple[set[str] | None, str]:
-    """Names of the static games (``GameEntry.static``: a ``static_<version>`` benchmark tag), from playprm's
-    game registry.
-
-    ``games_dir``: an extra games folder (a clembench checkout) searched too. Returns ``(names, "")``, or
-    ``(None, reason)`` where the registry is missing or its game_registry.json cannot be read. A bad
-    ``games_dir`` raises UsageError.
-    """
-    try:
-        from playprm.games.registry import discover_games
-    except ImportError:
-        return None, "playprm's game registry is not available; pass --static-games a,b"
-    try:
-        games = discover_games(games_dir)
-    except UsageError as error:
-        if games_dir is not None:
-            raise
-        return None, f"the game registry could not be read ({error}); pass --static-games a,b"
-    return {name for name, entry in games.items() if entry.static}, ""
-
-
-def resolve_static_games(static_games: set[str] | None) -> tuple[set[str] | None, str]:
-    """``static_games`` as given, or the registry's static games where None (with the reason for none)."""
-    if static_games is not None:
-        return static_games, ""
-    return registry_static_games()
 
 
 def clemcore_table(frame: pd.DataFrame) -> pd.DataFrame:
@@ -103,7 +77,7 @@ def score_errored_as_aborted(episodes: EpisodeScores) -> EpisodeScores:
     return episodes
 
 
-def _static_average(table: pd.DataFrame, games: list[str]) -> pd.Series:
+def _subset_clemscore(table: pd.DataFrame, games: list[str]) -> pd.Series:
     # clemcore's recipe on a subset: per-game values (already rounded), mean, round, product, round
     if not games:
         return pd.Series(float("nan"), index=table.index)
@@ -114,26 +88,35 @@ def _static_average(table: pd.DataFrame, games: list[str]) -> pd.Series:
 
 def table_from_episodes(
     episodes: EpisodeScores,
-    static_games: set[str] | None,
+    static_games: set[str] | None = None,
     n_resamples: int = 1000,
     seed: int = 0,
+    games_dir: Path | None = None,
 ) -> pd.DataFrame:
     """The full table (clemcore columns, then playprm's) for already loaded episodes.
 
-    ``static_games`` None or empty leaves statscore blank. Rows: one per model name, sorted like clemcore.
+    ``static_games``: the user's list (an empty set: no static game); None decides each game's kind as
+    ``playprm.report.game_kinds`` does (with ``games_dir`` for the registry). Rows: one per model name, sorted
+    like clemcore. ``-, clemscore`` is clemcore's (all games); ``-, clemscore (interactive)`` and ``-, statscore``
+    are Playpen's two numbers (equal to clemcore's where no game is static; statscore then blank).
     """
     table = clemcore_table(episodes.frame)
     games = game_names(table)
-    static = [game for game in games if static_games and game in static_games]
+    kinds = classify_games(episodes, static_games, games_dir)
+    static = [game for game in games if game in kinds.static]
     rows = per_episode(episodes.frame)
     intervals = bootstrap_intervals(rows, set(static), n_resamples, seed)
     counts = rows.groupby(["model", "game"]).size()
     totals = rows.groupby("model").size()
     errored_games = sorted({game for _, game in episodes.errored})
-    extras: dict[str, list] = {STATSCORE: list(_static_average(table, static))}
-    for name in ("clemscore", "statscore"):
-        extras[f"-, {name}{CI_LOW}"] = [getattr(intervals[m], name).low for m in table.index]
-        extras[f"-, {name}{CI_HIGH}"] = [getattr(intervals[m], name).high for m in table.index]
+    interactive = kinds.interactive(games)
+    extras: dict[str, list] = {
+        INTERACTIVE: list(_subset_clemscore(table, interactive) if static else table[CLEMSCORE]),
+        STATSCORE: list(_subset_clemscore(table, static)),
+    }
+    for column, name in ((CLEMSCORE, "clemscore"), (INTERACTIVE, "interactive"), (STATSCORE, "statscore")):
+        extras[f"{column}{CI_LOW}"] = [getattr(intervals[m], name).low for m in table.index]
+        extras[f"{column}{CI_HIGH}"] = [getattr(intervals[m], name).high for m in table.index]
     extras[f"-, {EPISODES}"] = [int(totals.get(m, 0)) for m in table.index]
     extras[f"-, {ERRORED}"] = [
         sum(n for (model, _), n in episodes.errored.items() if model == m) for m in table.index
@@ -151,7 +134,9 @@ def table_from_episodes(
     extra_frame[bounds] = extra_frame[bounds].round(2)  # clemcore's precision
     result = pd.concat([table, extra_frame], axis=1)
     result.attrs["static_games"] = sorted(static)
-    result.attrs["summary"] = episodes.summary_lines() + _unscored_errored_lines(episodes, table.index)
+    result.attrs["game_kinds"] = kinds.describe()
+    result.attrs["summary"] = (episodes.summary_lines() + kinds.notes
+                               + _unscored_errored_lines(episodes, table.index))
     return result
 
 
@@ -173,10 +158,12 @@ def compute_table(
     n_resamples: int = 1000,
     seed: int = 0,
     errored_as_aborted: bool = False,
+    games_dir: Path | None = None,
 ) -> pd.DataFrame:
     """clemscore table of one or more results dirs (shards are read as one run set).
 
-    Inputs: the dirs; ``static_games`` (None: ask playprm's game registry; an empty set: no statscore);
+    Inputs: the dirs; ``static_games`` (None: each game's kind decided as ``playprm.report.game_kinds`` does,
+    ``games_dir`` an extra games folder for it; an empty set: no statscore);
     bootstrap ``n_resamples`` and ``seed``; ``errored_as_aborted`` (score errored episodes as aborted ones
     instead of leaving them out as clemcore does). Output: a DataFrame indexed by model-pair folder name whose
     first columns equal clemcore's ``clem eval`` results.csv (names, order, values), followed by
@@ -188,17 +175,14 @@ def compute_table(
     episodes = load_episode_scores(list(results_dirs))
     if errored_as_aborted:
         episodes = score_errored_as_aborted(episodes)
-    static_games, reason = resolve_static_games(static_games)
-    table = table_from_episodes(episodes, static_games, n_resamples, seed)
-    if reason:
-        table.attrs["summary"].append(f"statscore left blank: {reason}")
-    return table
+    return table_from_episodes(episodes, static_games, n_resamples, seed, games_dir)
 
 
 def clemcore_columns(table: pd.DataFrame) -> list[str]:
-    """The leading columns of ``table`` that clemcore's own results.csv has (everything before statscore)."""
+    """The leading columns of ``table`` that clemcore's own results.csv has (everything before playprm's first,
+    Playpen's interactive clemscore)."""
     columns = list(table.columns)
-    return columns[: columns.index(STATSCORE)] if STATSCORE in columns else columns
+    return columns[: columns.index(INTERACTIVE)] if INTERACTIVE in columns else columns
 
 
 def game_names(table: pd.DataFrame) -> list[str]:

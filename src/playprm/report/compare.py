@@ -22,16 +22,16 @@ from playprm.report.clemscore import (
     CLEMSCORE,
     EPISODES,
     ERRORED,
+    INTERACTIVE,
     PLAYED,
     QUALITY,
     STATSCORE,
     game_names,
-    resolve_static_games,
     score_errored_as_aborted,
     table_from_episodes,
 )
 from playprm.report.episodes import EpisodeScores, load_episode_scores, validate_results_dirs
-from playprm.report.render import number, statscore_note, with_interval
+from playprm.report.render import number, score_columns, scored
 from playprm.report.run_metadata import MODE_FIELDS, RUN_METADATA_FILE, is_env_lookahead, read_run_metadata
 from playprm.results import read_json
 from playprm.results.layout import COST_FILE
@@ -45,11 +45,14 @@ COST_COLUMNS = {
 }
 HONEST = "honest"
 LOOKAHEAD = "env-lookahead"
+UNKNOWN = "unknown"
+UNKNOWN_MODE = "unknown (not played by playprm)"
 LOOKAHEAD_TITLE = (
     "Environment-lookahead runs (the search saw game answers to actions it did not play; "
     "not comparable to benchmark numbers)"
 )
 HONEST_TITLE = "Honest decoding modes"
+UNKNOWN_TITLE = "Runs not played by playprm (no playprm_run.json: decoding mode unknown)"
 
 
 def run_metadata(model_dirs: list[Path]) -> dict:
@@ -95,12 +98,13 @@ def _run_rows(results_dir: Path, episodes: EpisodeScores, table: pd.DataFrame) -
         row = {
             "results dir": str(results_dir),
             "model": model,
-            "mode": metadata.get("mode", ""),
+            "mode": metadata.get("mode", "") if metadata else UNKNOWN_MODE,
             "env_lookahead": is_env_lookahead(metadata),
             "n_candidates": metadata.get("n_candidates", float("nan")),
             "temperature": metadata.get("temperature", float("nan")),
         }
-        for column in (CLEMSCORE, CLEMSCORE + CI_LOW, CLEMSCORE + CI_HIGH, STATSCORE,
+        for column in (CLEMSCORE, CLEMSCORE + CI_LOW, CLEMSCORE + CI_HIGH, INTERACTIVE, INTERACTIVE + CI_LOW,
+                       INTERACTIVE + CI_HIGH, STATSCORE, STATSCORE + CI_LOW, STATSCORE + CI_HIGH,
                        AVERAGE_PLAYED, AVERAGE_QUALITY):
             row[column] = table.at[model, column] if scored else float("nan")
         for game in games:
@@ -115,7 +119,8 @@ def _run_rows(results_dir: Path, episodes: EpisodeScores, table: pd.DataFrame) -
         for key, value in metadata.items():
             if key not in MODE_FIELDS and isinstance(value, (str, int, float, bool)):
                 row[f"run {key}"] = value
-        row["section"] = LOOKAHEAD if row["env_lookahead"] else HONEST
+        row["static games"] = ", ".join(table.attrs["static_games"])
+        row["section"] = LOOKAHEAD if row["env_lookahead"] else HONEST if metadata else UNKNOWN
         rows.append(row)
     return rows
 
@@ -126,53 +131,65 @@ def compare_runs(
     n_resamples: int = 1000,
     seed: int = 0,
     errored_as_aborted: bool = False,
+    games_dir: Path | None = None,
 ) -> pd.DataFrame:
-    """One row per model-pair folder of each results dir, honest runs first, env-lookahead runs after.
+    """One row per model-pair folder of each results dir: honest runs, runs playprm did not play (mode
+    unknown), env-lookahead runs last.
 
-    Inputs: the dirs (each read on its own); ``static_games`` (None: ask the game registry); bootstrap
-    settings; ``errored_as_aborted`` as in ``compute_table``. Output: a DataFrame indexed by run label
-    (``<dir name>/<model-pair>``) with mode metadata, clemscore and its CI, statscore, averages, per-game
-    % Played and Quality Score, mean costs per episode (NaN where no cost.json), counts and ``section``
-    (``honest`` or ``env-lookahead``).
-    ``table.attrs["summary"]`` holds notes on skipped files.
+    Inputs: the dirs (each read on its own); ``static_games`` and ``games_dir`` as in ``compute_table``;
+    bootstrap settings; ``errored_as_aborted`` as in ``compute_table``. Output: a DataFrame indexed by run label
+    (``run_labels``) with mode metadata, clemscore and its CI, Playpen's clemscore and statscore, averages,
+    per-game % Played and Quality Score, mean costs per episode (NaN where no cost.json), counts, ``section``
+    (``honest``, ``unknown`` or ``env-lookahead``) and ``results dir`` as the user gave it.
+    ``table.attrs["summary"]`` holds notes on skipped files and on which games are static.
     """
     roots = validate_results_dirs(list(results_dirs))
-    static_games, reason = resolve_static_games(static_games)
-    rows, summary, played_static = [], [], set()
+    rows, summary, kinds = [], [], []
     for root in roots:
         episodes = load_episode_scores([root])
         if errored_as_aborted:
             episodes = score_errored_as_aborted(episodes)
-        table = table_from_episodes(episodes, static_games, n_resamples, seed)
-        played_static |= set(table.attrs["static_games"])
+        table = table_from_episodes(episodes, static_games, n_resamples, seed, games_dir)
+        kinds.append(table.attrs["game_kinds"])
         rows += _run_rows(root, episodes, table)
-        summary += [f"{root}: {line}" for line in episodes.summary_lines()]
-    if reason:
-        summary.append(f"statscore left blank: {reason}")
-    elif not played_static:
-        summary.append(statscore_note([]))
-    labels = [f"{Path(row['results dir']).name}/{row['model']}" for row in rows]
-    if len(set(labels)) < len(labels):
-        labels = [f"{row['results dir']}/{row['model']}" for row in rows]
-    comparison = pd.DataFrame(rows, index=labels)
+        summary += [f"{root}: {line}" for line in table.attrs["summary"]]
+    summary += sorted(set(kinds))
+    comparison = pd.DataFrame(rows, index=run_labels(rows))
     comparison.index.name = "run"
-    order = sorted(range(len(rows)), key=lambda i: rows[i]["env_lookahead"])
+    rank = {HONEST: 0, UNKNOWN: 1, LOOKAHEAD: 2}
+    order = sorted(range(len(rows)), key=lambda i: rank[rows[i]["section"]])
     comparison = comparison.iloc[order]
     comparison.attrs["summary"] = summary
     return comparison
 
 
+def run_labels(rows: list[dict]) -> list[str]:
+    """A label per run as a user would type it: the results dir's folder name where the dir holds one
+    model-pair folder (or is one), ``<folder>/<model-pair>`` where it holds several, the whole path where
+    folder names collide."""
+    per_dir: dict[str, int] = {}
+    for row in rows:
+        per_dir[row["results dir"]] = per_dir.get(row["results dir"], 0) + 1
+    labels = [Path(row["results dir"]).name if per_dir[row["results dir"]] == 1
+              else f"{Path(row['results dir']).name}/{row['model']}" for row in rows]
+    if len(set(labels)) < len(labels):
+        labels = [row["results dir"] if per_dir[row["results dir"]] == 1 else f"{row['results dir']}/{row['model']}"
+                  for row in rows]
+    return labels
+
+
 def _comparison_rows(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     games = game_names(table)
-    headers = ["run", "mode", "N", "clemscore [95% CI]", "statscore", "% played", "quality"]
+    columns = score_columns(bool((table["static games"] != "").any()))
+    headers = ["run", "mode", "N", *[f"{header} [95% CI]" for header, _ in columns], "% played", "quality"]
     headers += [f"{game} quality" for game in games]
     headers += ["gen tok/ep", "PRM tok/ep", "wall s/ep", "episodes", "errored"]
     rows = []
     for label, row in table.iterrows():
         cells = [
             label, str(row["mode"]), number(row["n_candidates"], 0),
-            with_interval(row[CLEMSCORE], row[CLEMSCORE + CI_LOW], row[CLEMSCORE + CI_HIGH]),
-            number(row[STATSCORE]), number(row[AVERAGE_PLAYED]), number(row[AVERAGE_QUALITY]),
+            *[scored(table, row, column) for _, column in columns],
+            number(row[AVERAGE_PLAYED]), number(row[AVERAGE_QUALITY]),
         ]
         cells += [number(row[f"{game}, {QUALITY}"]) for game in games]
         cells += [number(row[column], 1) for column in COST_COLUMNS.values()]
@@ -183,12 +200,14 @@ def _comparison_rows(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
 
 def _sections(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
     sections = [(HONEST_TITLE, table[table["section"] == HONEST]),
+                (UNKNOWN_TITLE, table[table["section"] == UNKNOWN]),
                 (LOOKAHEAD_TITLE, table[table["section"] == LOOKAHEAD])]
     return [(title, part) for title, part in sections if len(part)]
 
 
 def render_comparison(table: pd.DataFrame) -> str:
-    """The comparison from ``compare_runs`` as plain text: honest runs, then env-lookahead runs apart."""
+    """The comparison from ``compare_runs`` as plain text: honest runs, runs of unknown mode, then env-lookahead
+    runs apart."""
     parts = []
     for title, part in _sections(table):
         parts += [title, text_table(*_comparison_rows(part)), ""]

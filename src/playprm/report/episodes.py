@@ -18,7 +18,7 @@ import pandas as pd
 from clemcore.clemgame import metrics as clemmetrics
 
 from playprm.errors import UsageError
-from playprm.results import episode_scores_problem, read_json
+from playprm.results import episode_scores_oddities, episode_scores_problem, read_json
 from playprm.results.layout import ERROR_FILE, is_hidden, result_files
 
 # (model, game, experiment, episode): the key clemeval gives every scores.json
@@ -38,6 +38,8 @@ class EpisodeScores:
     ``errored``: episodes with an ``error.json`` and no scores, per (model, game); ``errored_episodes``
     their keys; ``errored_as_aborted``: whether they were added to ``frame`` as aborted episodes.
     ``unreadable``: (file, reason) for each scores.json that could not be used.
+    ``unusual``: (file, note) for each scores.json counted although a value is out of its usual range (a
+    negative eqbench Main Score): clemcore counts them, and so does the report.
     ``duplicates``: identical copies of an already read episode that were skipped.
     ``hidden``: scores.json files under dot-folders (the runner's staging folders) that were skipped.
     """
@@ -49,6 +51,7 @@ class EpisodeScores:
     errored_episodes: list[EpisodeKey] = field(default_factory=list)
     errored_as_aborted: bool = False
     unreadable: list[tuple[Path, str]] = field(default_factory=list)
+    unusual: list[tuple[Path, str]] = field(default_factory=list)
     duplicates: int = 0
     hidden: int = 0
 
@@ -58,8 +61,14 @@ class EpisodeScores:
         if self.unreadable:
             first, reason = self.unreadable[0]
             lines.append(
-                f"{len(self.unreadable)} scores.json file(s) could not be read and were left out "
-                f"(first: {first}: {reason})"
+                f"{len(self.unreadable)} scores.json file(s) hold no countable scores (clemcore could not count "
+                f"them either) and were left out (first: {first}: {reason})"
+            )
+        if self.unusual:
+            first, note = self.unusual[0]
+            lines.append(
+                f"{len(self.unusual)} episode(s) with a score out of its usual range, counted as clemcore counts "
+                f"them (first: {first}: {note})"
             )
         if self.hidden:
             lines.append(f"{self.hidden} scores.json file(s) in hidden (staging) folders skipped")
@@ -107,7 +116,7 @@ def _read_episode_scores(scores_file: Path) -> tuple[dict | None, str]:
         return None, reason
     if not isinstance(data, dict):
         return None, "no 'episode scores' object"
-    problem = episode_scores_problem(data)  # a string, Infinity or 1e9 would break clemscore
+    problem = episode_scores_problem(data)  # a string or Infinity would break clemscore
     return (None, problem) if problem else (data, "")
 
 
@@ -154,6 +163,9 @@ def load_episode_scores(results_dirs: list[Path]) -> EpisodeScores:
                 result.duplicates += 1
                 continue
             seen[key] = (scores_file, canonical)
+            oddities = episode_scores_oddities(data)
+            if oddities:
+                result.unusual.append((scores_file, "; ".join(oddities)))
             result.episode_dirs[key] = scores_file.parent
             model_dir = scores_file.parents[3]
             result.model_dirs.setdefault(key[0], [])

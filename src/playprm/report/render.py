@@ -14,6 +14,7 @@ from playprm.report.clemscore import (
     CLEMSCORE,
     EPISODES,
     ERRORED,
+    INTERACTIVE,
     PLAYED,
     QUALITY,
     STATSCORE,
@@ -50,17 +51,37 @@ def _cell(table: pd.DataFrame, model: str, column: str):
     return table.at[model, column] if column in table.columns else float("nan")
 
 
+def mixes_kinds(table: pd.DataFrame) -> bool:
+    """Whether the table's games include static tasks, so that Playpen's clemscore (interactive games) and
+    clemcore's clemscore (all games) differ."""
+    return bool(table.attrs.get("static_games"))
+
+
+def score_columns(mixed: bool) -> list[tuple[str, str]]:
+    """``(header, column)`` of the aggregate scores to show: Playpen's clemscore and statscore, and where the
+    games mix both kinds (``mixed``), clemcore's all-games clemscore labelled as such."""
+    if not mixed:
+        return [("clemscore", CLEMSCORE), ("statscore", STATSCORE)]
+    return [("clemscore (interactive games)", INTERACTIVE), ("statscore (static)", STATSCORE),
+            ("clemcore clemscore (all games)", CLEMSCORE)]
+
+
+def scored(table: pd.DataFrame, row, column: str) -> str:
+    """``row``'s ``column`` with its CI (``row``: a model label of ``table``, or a Series)."""
+    cell = (lambda name: _cell(table, row, name)) if isinstance(row, str) else (lambda name: row.get(name))
+    return with_interval(cell(column), cell(column + CI_LOW), cell(column + CI_HIGH))
+
+
 def overview_rows(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     """Headers and rows of the per-model overview: clemscore and statscore with CIs, averages, counts."""
-    headers = ["model", "clemscore [95% CI]", "statscore [95% CI]", "% played", "quality", "episodes", "errored"]
+    columns = score_columns(mixes_kinds(table))
+    headers = ["model", *[f"{header} [95% CI]" for header, _ in columns], "% played", "quality", "episodes",
+               "errored"]
     rows = []
     for model in table.index:
         rows.append([
             model,
-            with_interval(_cell(table, model, CLEMSCORE), _cell(table, model, CLEMSCORE + CI_LOW),
-                          _cell(table, model, CLEMSCORE + CI_HIGH)),
-            with_interval(_cell(table, model, STATSCORE), _cell(table, model, STATSCORE + CI_LOW),
-                          _cell(table, model, STATSCORE + CI_HIGH)),
+            *[scored(table, model, column) for _, column in columns],
             number(_cell(table, model, AVERAGE_PLAYED)),
             number(_cell(table, model, AVERAGE_QUALITY)),
             str(int(_cell(table, model, f"-, {EPISODES}"))),
@@ -73,13 +94,14 @@ def game_rows(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     """Headers and rows of the per-(model, game) breakdown with CIs."""
     headers = ["model", "game", "% played [95% CI]", "quality [95% CI]", "episodes", "errored"]
     rows = []
+    static = set(table.attrs.get("static_games") or [])
     for model in table.index:
         for game in game_names(table):
             episodes = int(_cell(table, model, f"{game}, {EPISODES}"))
             errored = int(_cell(table, model, f"{game}, {ERRORED}"))
             if not episodes and not errored:
                 continue
-            cells = [model, game]
+            cells = [model, f"{game} (static)" if game in static else game]
             for metric in (PLAYED, QUALITY):
                 base = f"{game}, {metric}"
                 cells.append(with_interval(_cell(table, model, base), _cell(table, model, base + CI_LOW),
@@ -105,17 +127,11 @@ def results_markdown(table: pd.DataFrame) -> str:
     return "\n".join(parts).rstrip() + "\n"
 
 
-def statscore_note(static: list[str]) -> str:
-    """Which games statscore averages, or why it is blank."""
-    if static:
-        return f"statscore: static games {', '.join(static)}"
-    return ("statscore: blank, no static game in these results (statscore averages static tasks only, games "
-            "tagged static_<version> in clemgame.json: the built-in arithmetic, clembench's static/ games via "
-            "--games-dir)")
-
-
 def _notes(table: pd.DataFrame) -> list[str]:
-    notes = [statscore_note(table.attrs.get("static_games") or [])]
+    notes = [table.attrs.get("game_kinds", "")]
+    if mixes_kinds(table):
+        notes.append("clemcore clemscore (all games): clemcore's `clem eval` over every game read (the LM Playschool "
+                     "in-domain column); Playpen reports clemscore over the interactive games and statscore apart")
     notes.append(METHOD_NOTE)
     notes += table.attrs.get("summary", [])
     return notes

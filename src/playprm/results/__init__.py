@@ -14,6 +14,7 @@ from playprm.results.read import (
     RecordedTurn,
     ResultsScan,
     alternating,
+    episode_scores_oddities,
     episode_scores_problem,
     iter_episodes,
     read_json,
@@ -21,4 +22,5 @@ from playprm.results.read import (
 )
 
 __all__ = ["OUTCOMES", "EpisodeRecord", "PlayerInfo", "RecordedTurn", "ResultsScan", "alternating",
-           "episode_scores_problem", "iter_episodes", "read_json", "scan_results"]
+           "episode_scores_oddities", "episode_scores_problem",
+           "iter_episodes", "read_json", "scan_results"]

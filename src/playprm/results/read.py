@@ -126,23 +126,41 @@ class EpisodeRecord:
 
     @property
     def outcome(self) -> str | None:
-        """"success", "lose" or "aborted" from scores.json's episode scores, else from interactions' keys;
-        None when neither says (unscored, or ended with an error)."""
+        """"success", "lose" or "aborted" from scores.json's episode scores (the flags clemcore scores by); None
+        when the episode is unscored (no scores.json: clemcore's report leaves it out, so training data does too),
+        its flags name no outcome (TextArena's games set none), or they contradict each other (Success and Lose
+        both set: never passed as a win). ``outcome_problem`` says which."""
+        return self._outcome()[0]
+
+    @property
+    def outcome_problem(self) -> str:
+        """Why ``outcome`` is None ("unscored", "no outcome flag", "Success and Lose both set"), else ""."""
+        return self._outcome()[1]
+
+    def _outcome(self) -> tuple[str | None, str]:
         from clemcore.clemgame.metrics import METRIC_ABORTED, METRIC_LOSE, METRIC_SUCCESS
 
-        keys = (METRIC_ABORTED, METRIC_SUCCESS, METRIC_LOSE)
-        names = dict(zip(keys, ("aborted", "success", "lose"), strict=True))
         episode_scores = (self.scores or {}).get("episode scores")
-        source = episode_scores if isinstance(episode_scores, dict) else (self.interactions or {})
-        flags = {key: _flag(source.get(key)) for key in keys if key in source}
-        for key in keys:  # aborted first: an inconsistent record must never pass as a win
-            if flags.get(key):
-                return names[key]
-        # older wordle records log only Aborted and Lose; both false means the word was guessed
-        if source is not episode_scores and flags.get(METRIC_ABORTED) is False \
-                and flags.get(METRIC_LOSE) is False and METRIC_SUCCESS not in flags:
-            return "success"
-        return None
+        if not isinstance(episode_scores, dict):
+            return None, "unscored"
+        flags = {key: _flag(episode_scores.get(key)) for key in (METRIC_ABORTED, METRIC_SUCCESS, METRIC_LOSE)}
+        if flags[METRIC_ABORTED]:  # aborted first: an aborted episode never passes as a win
+            return "aborted", ""
+        if flags[METRIC_SUCCESS] and flags[METRIC_LOSE]:
+            return None, "Success and Lose both set"
+        if flags[METRIC_SUCCESS]:
+            return "success", ""
+        if flags[METRIC_LOSE]:
+            return "lose", ""
+        return None, "no outcome flag"
+
+    @property
+    def main_score(self) -> float | None:
+        """The episode's Main Score (clemcore's BENCH_SCORE) where scores.json holds a finite one, else None."""
+        value = ((self.scores or {}).get("episode scores") or {}).get(MAIN_SCORE)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            return None
+        return float(value)
 
     def players(self) -> list[PlayerInfo]:
         """Every player of the episode, GM included, with old records' names normalised ("Player_1")."""
@@ -281,28 +299,52 @@ def _nested_deeper(document: Any, limit: int) -> bool:
 
 
 def episode_scores_problem(scores: dict) -> str:
-    """Why a scores.json document cannot be used, or "" when it can.
+    """Why a scores.json document cannot be counted, or "" when clemcore can count it.
 
-    Its ``episode scores`` must be an object; the flags (Aborted, Success, Lose) 0, 1, a bool or NaN; the
-    Main Score a number from 0 to 100, or NaN (clemcore's value for an aborted episode). Anything else (a
-    string, Infinity, 1e9) would turn clemscore into an error, inf or nonsense.
+    Its ``episode scores`` must be an object; the flags (Aborted, Success, Lose) and the Main Score finite
+    numbers (flags may be booleans) or NaN (clemcore's value for an aborted episode). Anything else (a string,
+    Infinity, ``true`` as a Main Score) would turn clemscore into an error or inf. A finite value outside the
+    usual range (eqbench's Main Score can be negative) is counted, as clemcore counts it:
+    ``episode_scores_oddities`` names it.
     """
     episode_scores = scores.get("episode scores")
     if not isinstance(episode_scores, dict):
         return "no 'episode scores' object"
     for metric in FLAG_METRICS:
         value = episode_scores.get(metric, 0)
-        if not (_is_number(value) and (math.isnan(value) or value in (0, 1))):
-            return f"episode score {metric!r} is {_shown(value)}, not 0 or 1"
+        if not _is_number(value):
+            return f"episode score {metric!r} is {_shown(value)}, not a number"
     if MAIN_SCORE in episode_scores:
         value = episode_scores[MAIN_SCORE]
-        if isinstance(value, bool) or not _is_number(value) or not (math.isnan(value) or 0 <= value <= 100):
-            return f"episode score {MAIN_SCORE!r} is {_shown(value)}, not a number from 0 to 100 (or NaN)"
+        if isinstance(value, bool) or not _is_number(value):
+            return f"episode score {MAIN_SCORE!r} is {_shown(value)}, not a finite number (or NaN)"
     return ""
 
 
+def episode_scores_oddities(scores: dict) -> list[str]:
+    """What is unusual but countable in a scores.json that ``episode_scores_problem`` accepts: a flag other
+    than 0 or 1, a Main Score outside 0-100. clemcore counts such values; a reader of the numbers should know."""
+    episode_scores = scores.get("episode scores") or {}
+    notes = []
+    for metric in FLAG_METRICS:
+        value = episode_scores.get(metric, 0)
+        if not (math.isnan(value) or value in (0, 1)):
+            notes.append(f"{metric} is {_shown(value)}, not 0 or 1")
+    value = episode_scores.get(MAIN_SCORE, float("nan"))
+    if not (math.isnan(value) or 0 <= value <= 100):
+        notes.append(f"{MAIN_SCORE} is {_shown(value)}, out of 0-100")
+    return notes
+
+
 def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not (isinstance(value, float) and math.isinf(value))
+    # finite or NaN; bool is an int subclass (clemcore's flags may be written as booleans); an int too large
+    # for a float would overflow clemcore's pandas means
+    if not isinstance(value, (int, float)):
+        return False
+    try:
+        return not math.isinf(float(value))
+    except OverflowError:
+        return False
 
 
 def _shown(value) -> str:
