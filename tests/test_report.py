@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from playprm.cli import main
-from playprm.report.clemscore import CLEMSCORE, STATSCORE, clemcore_columns, compute_table
+from playprm.report.clemscore import CLEMSCORE, INTERACTIVE, STATSCORE, clemcore_columns, compute_table
 from playprm.report.compare import LOOKAHEAD_TITLE, compare_runs, render_comparison
 
 RESAMPLES = 200  # enough for stable intervals, small enough for a quick test
@@ -121,11 +121,11 @@ def test_table_equals_clemcore_on_random_results(episodes):
         assert_equals_clemcore(ours, clemcore_results(root))
 
 
-def test_clemcore_columns_come_first_then_statscore(tmp_path):
+def test_clemcore_columns_come_first_then_playpens_clemscore_and_statscore(tmp_path):
     table = compute_table([synthetic_results(tmp_path)], static_games={"wordle"}, n_resamples=RESAMPLES)
     columns = list(table.columns)
     assert columns[0] == CLEMSCORE
-    assert columns[len(clemcore_columns(table))] == STATSCORE
+    assert columns[len(clemcore_columns(table)):][:2] == [INTERACTIVE, STATSCORE]
     assert "all, Average % Played" in clemcore_columns(table)
 
 
@@ -265,7 +265,7 @@ def test_unreadable_scores_are_counted_not_fatal(tmp_path):
     (broken / "scores.json").write_text('{"episode scores": {"Aborted": 0,')
     table = compute_table([root], static_games=set(), n_resamples=RESAMPLES)
     assert table.at[model, "wordle, Quality Score"] == 60
-    assert any("1 scores.json file(s) could not be read" in line for line in table.attrs["summary"])
+    assert any("1 scores.json file(s) hold no countable scores" in line for line in table.attrs["summary"])
 
 
 def test_several_results_dirs_are_read_as_one(tmp_path):
@@ -314,7 +314,8 @@ def test_report_command_writes_csv_markdown_and_plot(tmp_path, capsys):
     assert main(["report", "--results-dir", str(results), "--out", str(out), "--static-games", "wordle",
                  "--resamples", "50"]) == 0
     printed = capsys.readouterr().out
-    assert "modelA-t0.0--modelA-t0.0" in printed and "clemscore [95% CI]" in printed
+    assert "modelA-t0.0--modelA-t0.0" in printed and "clemscore (interactive games) [95% CI]" in printed
+    assert "clemcore clemscore (all games) [95% CI]" in printed
     csv = pd.read_csv(out / "results.csv", index_col=0)
     assert list(csv.columns[:len(clemcore_results(results).columns)]) == list(clemcore_results(results).columns)
     assert "| model |" in (out / "results.md").read_text()
@@ -341,23 +342,23 @@ def test_compare_reports_env_lookahead_runs_apart(tmp_path):
     best = _run_dir(tmp_path, "bon", "best-of-n", False, 50.0, None)
     comparison = compare_runs([beam, greedy, best], static_games=set(), n_resamples=RESAMPLES)
     assert list(comparison["section"]) == ["honest", "honest", "env-lookahead"]
-    assert list(comparison.index) == ["greedy/policy-t0.0--policy-t0.0", "bon/policy-t0.0--policy-t0.0",
-                                      "beam/policy-t0.0--policy-t0.0"]
+    assert list(comparison.index) == ["greedy", "bon",
+                                      "beam"]
     text = render_comparison(comparison)
     honest_part, lookahead_part = text.split(LOOKAHEAD_TITLE)
-    assert "greedy/" in honest_part and "beam/" not in honest_part
-    assert "beam/" in lookahead_part and "greedy/" not in lookahead_part
+    assert "greedy " in honest_part and "beam " not in honest_part
+    assert "beam " in lookahead_part and "greedy " not in lookahead_part
 
 
 def test_compare_averages_cost_per_episode_and_leaves_missing_blank(tmp_path):
     greedy = _run_dir(tmp_path, "greedy", "greedy", False, 30.0, 100)
     best = _run_dir(tmp_path, "bon", "best-of-n", False, 50.0, None)
     comparison = compare_runs([greedy, best], static_games=set(), n_resamples=RESAMPLES)
-    assert comparison.loc["greedy/policy-t0.0--policy-t0.0", "generated tokens / episode"] == 102.5
-    assert comparison.loc["greedy/policy-t0.0--policy-t0.0", "PRM tokens / episode"] == 200
-    assert math.isnan(comparison.loc["bon/policy-t0.0--policy-t0.0", "generated tokens / episode"])
-    assert comparison.loc["bon/policy-t0.0--policy-t0.0", "mode"] == "best-of-n"
-    assert comparison.loc["bon/policy-t0.0--policy-t0.0", "run seed"] == 1
+    assert comparison.loc["greedy", "generated tokens / episode"] == 102.5
+    assert comparison.loc["greedy", "PRM tokens / episode"] == 200
+    assert math.isnan(comparison.loc["bon", "generated tokens / episode"])
+    assert comparison.loc["bon", "mode"] == "best-of-n"
+    assert comparison.loc["bon", "run seed"] == 1
 
 
 def test_compare_command_writes_table_and_compute_plot(tmp_path, capsys):
@@ -368,7 +369,102 @@ def test_compare_command_writes_table_and_compute_plot(tmp_path, capsys):
                  "--static-games", "wordle"]) == 0
     assert LOOKAHEAD_TITLE in capsys.readouterr().out
     csv = pd.read_csv(out / "compare.csv", index_col=0)
-    assert csv.loc["beam/policy-t0.0--policy-t0.0", "section"] == "env-lookahead"
-    assert bool(csv.loc["beam/policy-t0.0--policy-t0.0", "env_lookahead"]) is True
+    assert csv.loc["beam", "section"] == "env-lookahead"
+    assert bool(csv.loc["beam", "env_lookahead"]) is True
     assert LOOKAHEAD_TITLE in (out / "compare.md").read_text()
     assert (out / "compute.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def playpen_run(root: Path, model: str = "m") -> Path:
+    """A tiny run in Playpen's layout: <run>/clem/<model>/ (an interactive game) and <run>/static/<model>/ (a static
+    task named as no registry knows it, so only the layout says it is static)."""
+    run = root / model
+    write_episode(run / "clem", model, "referencegame", "e", "instance_00000", episode_scores(False, 100.0))
+    write_episode(run / "clem", model, "referencegame", "e", "instance_00001", episode_scores(True, 0.0))
+    write_episode(run / "static", model, "my_static_task", "e", "instance_00000", episode_scores(False, 40.0))
+    return run
+
+
+def test_playpens_layout_gives_playpens_clemscore_and_statscore_without_flags(tmp_path, capsys):
+    run = playpen_run(tmp_path)
+    table = compute_table([run], n_resamples=RESAMPLES)
+    assert table.attrs["static_games"] == ["my_static_task"]
+    assert table.at["m", INTERACTIVE] == 50  # referencegame: 50% played x quality 100
+    assert table.at["m", STATSCORE] == 40
+    assert table.at["m", CLEMSCORE] == 52.5  # clemcore's over both: 75% played x quality 70
+    assert main(["report", "--results-dir", str(run), "--resamples", "20", "--out", str(tmp_path / "o")]) == 0
+    printed = capsys.readouterr().out
+    assert "clemcore clemscore (all games)" in printed and "Playpen's static/ folder" in printed
+
+
+def test_playpens_static_suite_is_known_by_name_in_a_flat_folder(tmp_path):
+    root = tmp_path / "r"
+    write_episode(root, "m", "bbh", "e", "instance_00000", episode_scores(False, 0.0))
+    write_episode(root, "m", "referencegame", "e", "instance_00000", episode_scores(False, 80.0))
+    table = compute_table([root], n_resamples=RESAMPLES)
+    assert table.attrs["static_games"] == ["bbh"]
+    assert (table.at["m", INTERACTIVE], table.at["m", STATSCORE], table.at["m", CLEMSCORE]) == (80, 0, 40)
+    assert compute_table([root], static_games=set(), n_resamples=RESAMPLES).attrs["static_games"] == []
+
+
+def test_a_run_records_its_games_benchmark_tags_so_report_needs_no_games_dir(tmp_path):
+    from playprm.report.episodes import load_episode_scores
+    from playprm.report.game_kinds import GAME_BENCHMARKS, classify_games
+
+    root = tmp_path / "r"
+    write_episode(root, "m", "custom_quiz", "e", "instance_00000", episode_scores(False, 30.0))
+    write_episode(root, "m", "referencegame", "e", "instance_00000", episode_scores(False, 90.0))
+    assert classify_games(load_episode_scores([root])).static == set()
+    (root / "m" / "playprm_run.json").write_text(json.dumps({GAME_BENCHMARKS: {"custom_quiz": ["static_1.0"],
+                                                                                "referencegame": ["2.0"]}}))
+    kinds = classify_games(load_episode_scores([root]))
+    assert kinds.static == {"custom_quiz"} and kinds.source["custom_quiz"] == "run metadata"
+
+
+def test_paired_names_runs_by_folder_and_a_wrong_name_writes_nothing(tmp_path, capsys):
+    greedy = _run_dir(tmp_path, "greedy", "greedy", False, 30.0, 100)
+    best = _run_dir(tmp_path, "bon", "best-of-n", False, 50.0, 100)
+    out = tmp_path / "out"
+    assert main(["report", "--compare", str(greedy), str(best), "--paired", "bon", "gredy", "--out", str(out)]) == 2
+    assert "'gredy' is none of the --compare dirs" in capsys.readouterr().err and not out.exists()
+    assert main(["report", "--compare", str(greedy), str(best), "--paired", "bon", str(greedy), "--out", str(out),
+                 "--resamples", "50", "--static-games", ""]) == 0
+    paired = json.loads((out / "paired.json").read_text())
+    assert (paired[0]["a"], paired[0]["b"]) == ("bon", "greedy") and paired[0]["difference"] > 0
+    assert [game["game"] for game in paired[0]["games"]] == ["wordle"]  # one game: its points are the total
+    assert paired[0]["games"][0]["points"] == pytest.approx(paired[0]["difference"])
+    assert paired[0]["games"][0]["quality"] == pytest.approx(20)
+    assert (out / "forest_bon_vs_greedy.png").read_bytes()[:4] == b"\x89PNG"
+    assert "## Where bon and greedy differ, per game" in (out / "paired.md").read_text()
+
+
+def test_runs_not_played_by_playprm_say_mode_unknown_and_draw_no_empty_compute_plot(tmp_path):
+    results = synthetic_results(tmp_path / "elsewhere")
+    out = tmp_path / "out"
+    assert main(["report", "--compare", str(results), "--out", str(out), "--resamples", "20"]) == 0
+    csv = pd.read_csv(out / "compare.csv", index_col=0)
+    assert set(csv["mode"]) == {"unknown (not played by playprm)"} and set(csv["section"]) == {"unknown"}
+    assert "Runs not played by playprm" in (out / "compare.md").read_text()
+    assert not (out / "compute.png").exists()
+
+
+def test_per_game_points_add_up_to_the_paired_difference():
+    from playprm.report.paired import paired_difference
+    from playprm.report.paired_games import per_game_differences
+
+    rows = []
+    for game, (played_a, quality_a, quality_b) in {"g1": (1, 90.0, 40.0), "g2": (1, 20.0, 30.0)}.items():
+        for k in range(10):
+            rows.append({"game": game, "experiment": "e", "episode": f"instance_{k}", "played_a": played_a,
+                         "quality_a": quality_a + k, "quality_b": quality_b + k})
+    frame = pd.DataFrame(rows)
+    a = frame.rename(columns={"played_a": "played", "quality_a": "quality"})[
+        ["game", "experiment", "episode", "played", "quality"]]
+    b = frame.assign(played=1).rename(columns={"quality_b": "quality"})[["game", "experiment", "episode", "played",
+                                                                        "quality"]]
+    games = per_game_differences(a, b, n_resamples=200)
+    total = paired_difference(a, b, n_resamples=200).difference
+    assert [g.game for g in games] == ["g2", "g1"]  # most lost first
+    assert games[0].quality == pytest.approx(-10) and games[1].quality == pytest.approx(50)
+    assert sum(g.points for g in games) == pytest.approx(total)  # additive when % played does not change
+    assert games[1].points_ci[0] > 0 > games[0].points_ci[1]

@@ -25,7 +25,8 @@ def register(subparsers) -> None:
     parser.add_argument("--out", type=Path, help="output folder (default: the only input dir)")
     parser.add_argument(
         "--static-games", metavar="A,B",
-        help="comma-separated static games for statscore (default: those marked static in the game registry)",
+        help="comma-separated static games for statscore, overriding the automatic split (default: clemgame.json "
+             "tags, the run's metadata, Playpen's static/ folder, Playpen's static suite by name)",
     )
     parser.add_argument(
         "--games-dir", type=Path, metavar="DIR",
@@ -33,7 +34,8 @@ def register(subparsers) -> None:
     )
     parser.add_argument("--paired", nargs=2, action="append", metavar=("A", "B"), default=[],
                         help="with --compare: clemscore(A) - clemscore(B) over the instances both played, with a "
-                             "paired bootstrap 95%% CI (run labels as the comparison prints them; repeatable)")
+                             "paired bootstrap 95%% CI, and a per-game table and forest plot of where they differ "
+                             "(runs named by their --compare folder; repeatable)")
     parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples for the CIs (default 1000)")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     parser.add_argument(
@@ -74,35 +76,37 @@ def run(args) -> int:
     if args.resamples < 1:
         raise UsageError(f"--resamples must be at least 1, got {args.resamples}")
     static_games = _static_games(args.static_games)
-    if static_games is None and args.games_dir is not None:
-        from playprm.report.clemscore import registry_static_games
+    if args.games_dir is not None and not args.games_dir.is_dir():
+        raise UsageError(f"--games-dir {args.games_dir} is not a folder; pass a clembench checkout or a games folder")
+    pairs = [tuple(p) for p in args.paired]
+    if pairs:
+        from playprm.report.paired import check_paired_labels
 
-        static_games, reason = registry_static_games(args.games_dir)
-        if static_games is None:
-            raise UsageError(f"--games-dir given but {reason}")
+        check_paired_labels(inputs, pairs)
     if args.compare:
         from playprm.report.compare import compare_runs, render_comparison
-        from playprm.report.outputs import write_comparison
+        from playprm.report.outputs import write_comparison, write_paired, write_turns
+        from playprm.report.paired import resolve_pairs
 
-        comparison = compare_runs(inputs, static_games, args.resamples, args.seed, args.errored_as_aborted)
+        comparison = compare_runs(inputs, static_games, args.resamples, args.seed, args.errored_as_aborted,
+                                  args.games_dir)
+        pairs = resolve_pairs(comparison, pairs)  # a name that fits no run stops here, before any file is written
         print(render_comparison(comparison), end="")
         written = write_comparison(comparison, out)
-        if args.paired:
-            from playprm.atomic import write_json, write_text
-            from playprm.report.paired import paired_from_comparison, render_paired
-
-            differences = paired_from_comparison(comparison, [tuple(p) for p in args.paired],
-                                                 n_resamples=args.resamples, seed=args.seed)
-            table = render_paired(differences)
-            print("\nPaired differences (same instances)\n" + table)
-            written += [write_text(out / "paired.md", "# Paired differences\n\n" + table + "\n"),
-                        write_json(out / "paired.json", [d.as_dict() for d in differences])]
+        turns, turn_files = write_turns(comparison, out)
+        print("\nReplies that repeat a reply the game rejected, and guided turns (all rows: turns.md)\n" + turns)
+        written += turn_files
+        if pairs:
+            text, paired_files = write_paired(comparison, pairs, out, n_resamples=args.resamples, seed=args.seed)
+            print("\n" + text, end="")
+            written += paired_files
     else:
         from playprm.report.clemscore import compute_table
         from playprm.report.outputs import write_results
         from playprm.report.render import render_table
 
-        table = compute_table(inputs, static_games, args.resamples, args.seed, args.errored_as_aborted)
+        table = compute_table(inputs, static_games, args.resamples, args.seed, args.errored_as_aborted,
+                              args.games_dir)
         print(render_table(table), end="")
         written = write_results(table, out)
     print("wrote " + ", ".join(str(path) for path in written))

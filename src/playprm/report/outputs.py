@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
 
-from playprm.atomic import write_text
-from playprm.report.compare import comparison_markdown
+from playprm.atomic import write_json, write_text
+from playprm.report.compare import COST_COLUMNS, comparison_markdown
 from playprm.report.plots import plot_clemscore, plot_compute
 from playprm.report.render import results_markdown
 
@@ -22,9 +23,66 @@ def write_results(table: pd.DataFrame, out: Path) -> list[Path]:
 
 
 def write_comparison(comparison: pd.DataFrame, out: Path) -> list[Path]:
-    """Write OUT/compare.csv (``section`` and ``env_lookahead`` mark lookahead runs), compare.md, compute.png."""
+    """Write OUT/compare.csv (``section`` and ``env_lookahead`` mark lookahead runs), compare.md, and
+    compute.png where a run has cost.json files (runs played elsewhere have none: no empty plot)."""
     written = [out / "compare.csv", out / "compare.md"]
     write_text(written[0], comparison.to_csv())
     write_text(written[1], comparison_markdown(comparison))
-    written.append(plot_compute(comparison, out / "compute.png"))
+    if comparison[COST_COLUMNS["generated_tokens"]].notna().any():
+        written.append(plot_compute(comparison, out / "compute.png"))
     return written
+
+
+def _slug(label: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", label).strip("_") or "run"
+
+
+def write_paired(comparison: pd.DataFrame, pairs: list[tuple[str, str]], out: Path, *, n_resamples: int,
+                 seed: int) -> tuple[str, list[Path]]:
+    """The paired differences of ``pairs`` (run labels of ``comparison``): OUT/paired.md and paired.json with the
+    total and the per-game table of each pair, and OUT/forest_<A>_vs_<B>.png per pair. Returns the Markdown
+    text and the files written."""
+    from playprm.report.paired import paired_difference, render_paired, run_frame
+    from playprm.report.paired_games import (
+        game_differences_json,
+        per_game_differences,
+        render_game_differences,
+    )
+    from playprm.report.plots import plot_game_differences
+
+    totals, sections, documents, written = [], [], [], []
+    for a, b in pairs:
+        frames = run_frame(comparison, a), run_frame(comparison, b)
+        total = paired_difference(*frames, names=(a, b), n_resamples=n_resamples, seed=seed)
+        games = per_game_differences(*frames, n_resamples=n_resamples, seed=seed)
+        totals.append(total)
+        sections += [f"## Where {a} and {b} differ, per game", "", render_game_differences(a, b, games), ""]
+        documents.append({**total.as_dict(), **game_differences_json(a, b, games)})
+        if games:
+            written.append(plot_game_differences(a, b, games, out / f"forest_{_slug(a)}_vs_{_slug(b)}.png"))
+    text = "\n".join(["# Paired differences (same instances)", "", render_paired(totals), "", *sections])
+    written = [write_text(out / "paired.md", text), write_json(out / "paired.json", documents), *written]
+    return text, written
+
+
+def write_turns(comparison: pd.DataFrame, out: Path) -> tuple[str, list[Path]]:
+    """What the turns of each compared run did (``guided_turns``): OUT/turns.md and turns.json. Returns the
+    rows worth a look (repeats of rejected replies, guided turns) as Markdown, and the files written."""
+    from playprm.report.guided_turns import guided_turns, render_guided_turns
+
+    label_of = {(row["results dir"], row["model"]): label for label, row in comparison.iterrows()}
+    table = {}
+    for results_dir in dict.fromkeys(comparison["results dir"]):
+        for (model, game), counts in guided_turns(Path(results_dir)).items():
+            table[(label_of.get((results_dir, model), model), game)] = counts
+    text = ("# What the turns did\n\n" + render_guided_turns(table) + "\n\n" + TURNS_NOTE + "\n")
+    written = [write_text(out / "turns.md", text),
+               write_json(out / "turns.json", [{"run": run, "game": game, **counts.as_dict()}
+                                               for (run, game), counts in sorted(table.items())])]
+    return render_guided_turns(table, only_notable=True), written
+
+
+TURNS_NOTE = ("A reply counts as rejected when the game asks the same player again in the same round (some games "
+              "ask several times per round by design, e.g. matchit_ascii); a repeat is a later reply of the same "
+              "player with the same text. Switches, margins and chosen-rejected counts come from candidates.jsonl "
+              "(guided playprm runs only).")

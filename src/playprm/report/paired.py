@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from playprm.errors import UsageError
 from playprm.report.bootstrap import _nanmean, _percentiles
 
 KEYS = ["game", "experiment", "episode"]
@@ -72,20 +74,63 @@ def paired_difference(a: pd.DataFrame, b: pd.DataFrame, *, names: tuple[str, str
                             len(shared))
 
 
+def _names(results_dir: str, model: str, runs_in_dir: int) -> set[str]:
+    # what a user may type for a run: the dir as given or resolved, its folder name, and with the model folder
+    path = Path(results_dir)
+    names = {f"{base}/{model}" for base in (results_dir, path.name, str(path.resolve()))}
+    if runs_in_dir == 1:
+        names |= {results_dir, path.name, str(path.resolve())}
+    return names
+
+
+def check_paired_labels(inputs: list[Path], pairs: list[tuple[str, str]]) -> None:
+    """UsageError, before anything is read or written, for a ``--paired`` name that names none of ``inputs``:
+    each must be an input dir (as typed, or its folder name), or ``<dir>/<model-pair folder>`` inside one."""
+    known: set[str] = set()
+    for results_dir in inputs:
+        children = [c.name for c in Path(results_dir).iterdir() if c.is_dir() and not c.name.startswith(".")]
+        known |= _names(str(results_dir), "", 1)
+        for child in children:
+            known |= _names(str(results_dir), child, 2)
+    unknown = [name for pair in pairs for name in pair if name.rstrip("/") not in known]
+    if unknown:
+        offered = ", ".join(Path(str(d)).name for d in inputs)
+        raise UsageError(f"--paired: {unknown[0]!r} is none of the --compare dirs; name a run by its folder "
+                         f"({offered}) or as <folder>/<model-pair folder>")
+
+
+def resolve_run(comparison: pd.DataFrame, name: str) -> str:
+    """The comparison's label of the run a user named (a label, the dir as typed or its folder name)."""
+    name = name.rstrip("/")
+    if name in comparison.index:
+        return name
+    runs_in_dir = comparison["results dir"].value_counts()
+    matches = [label for label, row in comparison.iterrows()
+               if name in _names(row["results dir"], row["model"], int(runs_in_dir[row["results dir"]]))]
+    if len(matches) == 1:
+        return matches[0]
+    why = "several runs" if matches else "no run"
+    raise UsageError(f"--paired: {why} named {name!r}; runs: {', '.join(comparison.index)}")
+
+
 def paired_from_comparison(comparison: pd.DataFrame, pairs: list[tuple[str, str]], *, n_resamples: int = 1000,
                            seed: int = 0) -> list[PairedDifference]:
-    """Paired differences between runs of a ``compare_runs`` table, named by its run labels."""
-    from playprm.errors import UsageError
-
+    """Paired differences between runs of a ``compare_runs`` table, named as ``resolve_run`` reads names."""
     differences = []
-    for a, b in pairs:
-        missing = [label for label in (a, b) if label not in comparison.index]
-        if missing:
-            raise UsageError(f"--paired: no run {', '.join(missing)}; runs: {', '.join(comparison.index)}")
-        frames = [run_episodes(comparison.loc[label, "results dir"], comparison.loc[label, "model"])
-                  for label in (a, b)]
+    for a, b in resolve_pairs(comparison, pairs):
+        frames = [run_frame(comparison, label) for label in (a, b)]
         differences.append(paired_difference(*frames, names=(a, b), n_resamples=n_resamples, seed=seed))
     return differences
+
+
+def resolve_pairs(comparison: pd.DataFrame, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Every pair as the comparison's run labels (UsageError for a name that fits no run or several)."""
+    return [(resolve_run(comparison, a), resolve_run(comparison, b)) for a, b in pairs]
+
+
+def run_frame(comparison: pd.DataFrame, label: str) -> pd.DataFrame:
+    """Per-episode rows of the run ``label`` of a comparison."""
+    return run_episodes(comparison.loc[label, "results dir"], comparison.loc[label, "model"])
 
 
 def run_episodes(results_dir, model: str | None = None) -> pd.DataFrame:

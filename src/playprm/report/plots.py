@@ -95,3 +95,36 @@ def plot_compute(comparison: pd.DataFrame, path: Path, cost_column: str = "gener
     save_atomic(path, lambda temporary: figure.savefig(temporary, format="png", dpi=120))
     plt.close(figure)
     return path
+
+
+def plot_game_differences(a: str, b: str, differences: list, path: Path) -> Path:
+    """Forest plot of a per-game paired comparison (``paired_games.per_game_differences``): one row per game,
+    three panels (clemscore points, % played, quality; A - B with 95% CI), games ordered as the table."""
+    plt = _pyplot()
+    games = [d.game for d in differences]
+    panels = (("clemscore points", "points", "points_ci"), ("% played", "played", "played_ci"),
+              ("quality (Main Score)", "quality", "quality_ci"))
+    figure, axes = plt.subplots(1, 3, sharey=True, figsize=(12.0, max(3.0, 0.32 * len(games) + 1.6)))
+    rows = list(range(len(games)))
+    for axis, (title, name, interval) in zip(axes, panels, strict=True):
+        points = pd.Series([getattr(d, name) for d in differences], dtype=float)
+        lows = pd.Series([getattr(d, interval)[0] for d in differences], dtype=float)
+        highs = pd.Series([getattr(d, interval)[1] for d in differences], dtype=float)
+        colors = ["#C44E52" if hi < 0 else "#55A868" if lo > 0 else "#8C8C8C"
+                  for lo, hi in zip(lows, highs, strict=True)]
+        bars = _error_bars(points.fillna(0.0), lows, highs)
+        for row, point, color, below, above in zip(rows, points, colors, *bars, strict=True):
+            if math.isnan(point):
+                continue
+            axis.errorbar([point], [row], xerr=[[below], [above]], fmt="o", color=color, capsize=3, markersize=5)
+        axis.axvline(0.0, color="black", linewidth=0.8)
+        axis.set_title(f"{title}, A - B", fontsize=10)
+        axis.grid(axis="x", alpha=0.3)
+    axes[0].set_yticks(rows, games, fontsize=8)
+    axes[0].invert_yaxis()  # most lost on top, as in the table
+    figure.suptitle(f"A = {a}  vs  B = {b}: paired per-game differences (95% bootstrap CI; red: A lower, "
+                    "green: A higher)", fontsize=10)
+    figure.tight_layout()
+    save_atomic(path, lambda temporary: figure.savefig(temporary, format="png", dpi=120))
+    plt.close(figure)
+    return path
