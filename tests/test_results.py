@@ -143,18 +143,26 @@ def test_a_forgotten_context_is_seen_by_one_reply_only(tmp_path):
     assert [m["content"] for m in last.context] == ["rules", "ok", "next"]
 
 
-def test_outcome_without_scores_comes_from_the_interactions_keys(tmp_path):
-    folders = {
-        "won_wordle_style": {"Aborted": False, "Lose": False},
-        "lost": {"Aborted": False, "Lose": True},
-        "won": {"Success": True, "Aborted": False, "Lose": False},
-        "unknown": {},
+def test_outcome_comes_from_scores_only_and_never_calls_a_contradiction_a_win(tmp_path):
+    folders = {  # name: (scores.json episode scores or None, flags in interactions.json)
+        "unscored_but_flagged_a_win": (None, {"Success": True, "Aborted": False, "Lose": False}),
+        "won": ({"Success": 1, "Lose": 0, "Aborted": 0, "Main Score": 100}, {}),
+        "lost": ({"Success": 0, "Lose": 1, "Aborted": 0, "Main Score": 0}, {}),
+        "aborted": ({"Success": 1, "Lose": 0, "Aborted": 1, "Main Score": float("nan")}, {}),
+        "both_flags": ({"Success": 1, "Lose": 1, "Aborted": 0, "Main Score": 0}, {}),  # 59 real clean_up episodes
+        "no_flag": ({"Success": 0, "Lose": 0, "Aborted": 0, "Main Score": 37.5}, {}),  # TextArena's ta_* games
     }
-    for index, (name, keys) in enumerate(folders.items()):
+    for index, (name, (scores, keys)) in enumerate(folders.items()):
         write_clemcore_episode(tmp_path / "m" / "wordle" / name / "instance_00000", turns=[], game_id=index,
-                               extra=keys)
-    outcomes = {episode.path.parent.name: episode.outcome for episode in iter_episodes(tmp_path)}
-    assert outcomes == {"won_wordle_style": "success", "lost": "lose", "won": "success", "unknown": None}
+                               extra=keys, scores=None if scores is None else {"episode scores": scores})
+    episodes = {episode.path.parent.name: episode for episode in iter_episodes(tmp_path)}
+    assert {name: e.outcome for name, e in episodes.items()} == {
+        "unscored_but_flagged_a_win": None, "won": "success", "lost": "lose", "aborted": "aborted",
+        "both_flags": None, "no_flag": None}
+    assert episodes["unscored_but_flagged_a_win"].outcome_problem == "unscored"
+    assert episodes["both_flags"].outcome_problem == "Success and Lose both set"
+    assert episodes["no_flag"].outcome_problem == "no outcome flag"
+    assert episodes["no_flag"].main_score == 37.5 and episodes["aborted"].main_score is None
 
 
 def test_unreadable_episodes_are_skipped_once_each_with_path_and_reason(tmp_path, shared_sample):

@@ -27,6 +27,10 @@ def register(subparsers) -> None:
     parser.add_argument("--lose-label", type=float, default=0.0, help="outcome label of lost episodes (default 0)")
     parser.add_argument("--abort-label", type=float, default=0.0,
                         help="outcome label of aborted episodes (default 0)")
+    parser.add_argument("--unflagged-label", choices=("none", "main-score"), default="none",
+                        help="outcome label of scored episodes whose flags name no outcome (TextArena's games set "
+                             "no Success/Lose; contradicting flags): none leaves them out (default), main-score "
+                             "labels their turns Main Score / 100")
     parser.set_defaults(func=run)
 
 
@@ -46,10 +50,20 @@ def run(args) -> int:
             "--branch-factor writes <results>/<model-pair>/turns.jsonl (or use --labels outcome)")
     scan = read_sources(args.results_dir, require_episodes=not trees)  # a tree alone can be labelled
     dataset = build_prm_dataset(scan, labels=args.labels, trees=trees, val_fraction=args.val_fraction,
-                                seed=args.seed, lose_label=args.lose_label, abort_label=args.abort_label)
+                                seed=args.seed, lose_label=args.lose_label, abort_label=args.abort_label,
+                                unflagged=args.unflagged_label)
     write_prm_dataset(dataset, args.out, sources=args.results_dir, labels=args.labels,
                       val_fraction=args.val_fraction, seed=args.seed, lose_label=args.lose_label,
-                      abort_label=args.abort_label)
+                      abort_label=args.abort_label, unflagged=args.unflagged_label)
+    if args.labels in ("outcome", "both"):
+        from playprm.data.card import no_outcome_line
+
+        unlabelled = [e for e in scan.episodes if e.outcome is None and args.unflagged_label == "none"
+                      or e.outcome_problem == "unscored"]
+        hint = "" if args.unflagged_label != "none" else "--unflagged-label main-score labels scored ones by Main Score"
+        gaps = no_outcome_line(unlabelled, hint)
+        if gaps:
+            print(gaps, file=sys.stderr)
     for where, reason in dataset.tree_lines_skipped:
         print(f"skipped {where}: {reason}", file=sys.stderr)
     pairs = "" if dataset.pairs is None else f" and {len(dataset.pairs)} pairs"

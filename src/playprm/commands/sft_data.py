@@ -74,6 +74,11 @@ def run(args) -> int:
                                     val_fraction=args.val_fraction, seed=args.seed, **length)
         where = ", ".join(map(str, args.results_dir))
         seen = f"{len(scan.episodes)} episodes seen, {len(scan.skipped)} skipped"
+        from playprm.data.card import no_outcome_line
+
+        gaps = no_outcome_line(scan.episodes)
+        if gaps:
+            print(gaps, file=sys.stderr)
     write_sft_dataset(dataset, args.out, val_fraction=args.val_fraction, seed=args.seed)
     kept = sum(dataset.outcomes_seen[word] for word in dataset.kept_outcome_words)
     wanted = "successful" if sample_filter.outcomes == ("success",) else f"{'/'.join(sample_filter.outcomes)}"

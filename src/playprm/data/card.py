@@ -34,6 +34,25 @@ def outcome_table(episodes: Sequence[EpisodeRecord]) -> str:
     return outcome_counts_table([(episode.game, episode.outcome) for episode in episodes], OUTCOMES, "episodes")
 
 
+def no_outcome_line(episodes: Sequence[EpisodeRecord], hint: str = "") -> str:
+    """One console line on the episodes that have no outcome, by reason and game ("" when every episode has
+    one): unscored ones (no scores.json, which clemcore's report leaves out too), games whose flags name no
+    outcome (TextArena's), flags that contradict each other. ``hint`` ends the line (what the user can do)."""
+    reasons: dict[str, Counter] = {}
+    for episode in episodes:
+        if episode.outcome is None and episode.error is None:
+            reasons.setdefault(episode.outcome_problem, Counter())[episode.game] += 1
+    if not reasons:
+        return ""
+    parts = []
+    for reason, games in sorted(reasons.items()):
+        listed = ", ".join(f"{game} {count}" for game, count in sorted(games.items())[:6])
+        more = f", +{len(games) - 6} games" if len(games) > 6 else ""
+        parts.append(f"{sum(games.values())} {reason} ({listed}{more})")
+    total = sum(sum(games.values()) for games in reasons.values())
+    return f"{total} episode(s) have no outcome and were left out: {'; '.join(parts)}" + (f"; {hint}" if hint else "")
+
+
 def outcome_counts_table(seen: Sequence[tuple[str, str | None]], outcomes: Sequence[str], unit: str) -> str:
     """``(game, outcome)`` pairs counted per game and outcome (None: "unknown"), with a total; ``unit`` names
     the last column ("episodes", "records")."""

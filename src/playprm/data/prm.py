@@ -49,14 +49,30 @@ class PrmDataset:
     replies_without_context: int = 0
 
 
-def outcome_records(episodes: Sequence[EpisodeRecord], *, lose_label: float = 0.0,
-                    abort_label: float = 0.0) -> tuple[list[dict], int]:
-    """``(records, replies_without_context)``: an outcome-labelled record per LLM turn of every episode
-    with a known outcome, and how many replies had no context to score them in (left out)."""
+UNFLAGGED = ("none", "main-score")  # --unflagged-label: what episodes whose flags name no outcome get
+
+
+def outcome_label(episode: EpisodeRecord, *, lose_label: float = 0.0, abort_label: float = 0.0,
+                  unflagged: str = "none") -> tuple[float | None, str]:
+    """``(label, kind)`` of an episode's turns: its outcome (success 1, lose / abort as given, kind "outcome"),
+    or with ``unflagged="main-score"`` for a scored episode whose flags name no outcome (TextArena's games set
+    none; contradicting flags) its Main Score / 100 clipped to [0, 1] (kind "main-score"); None where neither."""
     value = {"success": 1.0, "lose": lose_label, "aborted": abort_label}
+    if episode.outcome is not None:
+        return value[episode.outcome], "outcome"
+    if unflagged == "main-score" and episode.outcome_problem != "unscored" and episode.main_score is not None:
+        return min(1.0, max(0.0, episode.main_score / 100.0)), "main-score"
+    return None, ""
+
+
+def outcome_records(episodes: Sequence[EpisodeRecord], *, lose_label: float = 0.0,
+                    abort_label: float = 0.0, unflagged: str = "none") -> tuple[list[dict], int]:
+    """``(records, replies_without_context)``: an outcome-labelled record per LLM turn of every episode
+    with a label (``outcome_label``), and how many replies had no context to score them in (left out)."""
     records, without_context = [], 0
     for episode in episodes:
-        if episode.outcome is None:
+        label, kind = outcome_label(episode, lose_label=lose_label, abort_label=abort_label, unflagged=unflagged)
+        if label is None:
             continue
         for player in episode.llm_players():
             meta = episode_meta(episode, player)
@@ -65,8 +81,8 @@ def outcome_records(episodes: Sequence[EpisodeRecord], *, lose_label: float = 0.
                     without_context += 1
                     continue
                 records.append({
-                    "messages": turn.context, "response": turn.response, "label": value[episode.outcome],
-                    "label_kind": "outcome", "n_rollouts": 1,
+                    "messages": turn.context, "response": turn.response, "label": label,
+                    "label_kind": kind, "n_rollouts": 1,
                     "meta": {**meta, "turn": turn.index, "round": turn.round},
                 })
     return records, without_context
@@ -142,7 +158,7 @@ def tree_records(tree: Path, scan: ResultsScan, skipped: list[tuple[str, str]]) 
 
 def build_prm_dataset(
     scan: ResultsScan, *, labels: str, trees: Sequence[Path] = (), val_fraction: float, seed: int,
-    lose_label: float = 0.0, abort_label: float = 0.0,
+    lose_label: float = 0.0, abort_label: float = 0.0, unflagged: str = "none",
 ) -> PrmDataset:
     """Records of the kinds ``labels`` names ("outcome", "mc" or "both") from ``scan`` and the rollout
     ``trees``, split by instance; pairs only with mc labels."""
@@ -150,7 +166,7 @@ def build_prm_dataset(
     dataset = PrmDataset(train=[], validation=[], pairs=None, scan=scan, trees=list(trees))
     if labels in ("outcome", "both"):
         records, dataset.replies_without_context = outcome_records(
-            scan.episodes, lose_label=lose_label, abort_label=abort_label)
+            scan.episodes, lose_label=lose_label, abort_label=abort_label, unflagged=unflagged)
     tree_pairs = []
     if labels in ("mc", "both"):
         for tree in trees:
@@ -181,7 +197,8 @@ def _pair_record(meta: dict, chosen: RolloutNode, rejected: RolloutNode, chosen_
 
 
 def write_prm_dataset(dataset: PrmDataset, out: Path, *, sources: Sequence[Path], labels: str,
-                      val_fraction: float, seed: int, lose_label: float, abort_label: float) -> None:
+                      val_fraction: float, seed: int, lose_label: float, abort_label: float,
+                      unflagged: str = "none") -> None:
     """Write ``out/train.jsonl``, ``out/validation.jsonl``, ``out/pairs.jsonl`` (mc labels only) and the
     ``out/README.md`` card, each atomically."""
     write_jsonl(out / "train.jsonl", dataset.train, allow_nan=False)
@@ -189,12 +206,12 @@ def write_prm_dataset(dataset: PrmDataset, out: Path, *, sources: Sequence[Path]
     if dataset.pairs is not None:
         write_jsonl(out / "pairs.jsonl", dataset.pairs, allow_nan=False)
     text = prm_card(dataset, sources=sources, labels=labels, val_fraction=val_fraction, seed=seed,
-                    lose_label=lose_label, abort_label=abort_label)
+                    lose_label=lose_label, abort_label=abort_label, unflagged=unflagged)
     write_text(out / "README.md", text)
 
 
 def prm_card(dataset: PrmDataset, *, sources: Sequence[Path], labels: str, val_fraction: float, seed: int,
-             lose_label: float, abort_label: float) -> str:
+             lose_label: float, abort_label: float, unflagged: str = "none") -> str:
     """The dataset card: sources, label kinds and their definitions, episodes, records, trees and pairs."""
     records = dataset.train + dataset.validation
     parts = [
@@ -215,8 +232,14 @@ def prm_card(dataset: PrmDataset, *, sources: Sequence[Path], labels: str, val_f
     if labels in ("outcome", "both"):
         parts.append(
             f"Outcome labels: every turn of an episode gets its outcome: success 1.0, lose {lose_label}, "
-            f"aborted {abort_label}. Episodes with no known outcome give no records; replies with no context "
-            f"before them (left out): {dataset.replies_without_context}.")
+            f"aborted {abort_label}. Unscored episodes (no scores.json; clemcore's report leaves them out too) give "
+            "no records. "
+            + ("Scored episodes whose flags name no outcome (no Success/Lose/Aborted set, or Success and Lose "
+               "both set) are labelled Main Score / 100 (`label_kind` main-score). " if unflagged == "main-score"
+               else "Scored episodes whose flags name no outcome (no Success/Lose/Aborted set, as in TextArena's "
+                    "games, or Success and Lose both set) give no records (`--unflagged-label main-score` labels "
+                    "them by Main Score). ")
+            + f"Replies with no context before them (left out): {dataset.replies_without_context}.")
     if labels in ("mc", "both"):
         parts.append(tree_section(dataset))
     return "\n\n".join(parts) + "\n"
