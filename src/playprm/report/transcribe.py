@@ -3,8 +3,10 @@ every guided turn.
 
 Built on clemcore's own transcript builder: the alternatives are inserted into a copy of the interactions as
 Game Master notes right after the reply that was played, so the page looks like ``clem transcribe``'s and the
-original interactions.json is untouched. Writes ``transcript.html`` (clemcore's page, unchanged) and
-``search.html`` per episode, and an ``index.html`` linking them.
+original interactions.json is untouched. Writes ``transcript.html`` (clemcore's page, unchanged) per episode,
+``search.html`` for episodes with candidate logs (guided turns), and an ``index.html`` listing every episode with
+its outcome and Main Score. Pages go beside the episodes (as ``clem transcribe`` writes them) or into a mirror of
+the layout under another folder.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import json
 from pathlib import Path
 
 from playprm import atomic
-from playprm.results.layout import CANDIDATES_FILE, INTERACTIONS_FILE, result_files
+from playprm.results.layout import CANDIDATES_FILE
 
 
 def candidates_note(row: dict) -> str:
@@ -48,24 +50,48 @@ def with_candidates(interactions: dict, rows: list[dict]) -> dict:
     return annotated
 
 
-def transcribe(results_dir: Path) -> list[Path]:
-    """Write search.html (and clemcore's transcript.html) for every episode under ``results_dir``."""
+def transcribe(results_dir: Path, out: Path | None = None) -> list[Path]:
+    """Write transcript.html (and search.html where candidates.jsonl exists) for every episode under
+    ``results_dir`` into ``out`` (default: beside each episode), and ``out/index.html``. Returns the pages."""
     from clemcore.clemgame.transcripts.builder import build_transcript
 
-    pages = []
-    for interactions_file in result_files(results_dir, INTERACTIONS_FILE):
-        folder = interactions_file.parent
-        interactions = json.loads(interactions_file.read_text(encoding="utf-8"))
-        rows_file = folder / CANDIDATES_FILE
-        rows = [json.loads(x) for x in rows_file.read_text(encoding="utf-8").splitlines() if x.strip()] \
-            if rows_file.exists() else []
-        atomic.write_text(folder / "transcript.html", build_transcript(interactions))
-        atomic.write_text(folder / "search.html", build_transcript(with_candidates(interactions, rows)))
-        pages.append(folder / "search.html")
-    items = "\n".join(
-        f'<li><a href="{html.escape(str(p.relative_to(results_dir)))}">{html.escape(str(p.parent.relative_to(results_dir)))}</a></li>'
-        for p in pages)
-    atomic.write_text(results_dir / "index.html",
-                      f"<!doctype html><meta charset='utf-8'><title>playprm episodes</title>"
-                      f"<h1>{len(pages)} episodes</h1><ul>\n{items}\n</ul>")
+    from playprm.report.render import number
+    from playprm.results import iter_episodes
+
+    out = results_dir if out is None else out
+    pages, rows = [], []
+    for episode in iter_episodes(results_dir, on_skip=lambda path, reason: None):
+        if episode.interactions is None:
+            continue
+        relative = episode.path.relative_to(results_dir)
+        folder = out / relative
+        candidates_file = episode.path / CANDIDATES_FILE
+        candidates = [json.loads(x) for x in candidates_file.read_text(encoding="utf-8").splitlines() if x.strip()] \
+            if candidates_file.exists() else []
+        links = []
+        try:
+            links.append(atomic.write_text(folder / "transcript.html", build_transcript(episode.interactions)))
+            if candidates:
+                links.append(atomic.write_text(folder / "search.html",
+                                               build_transcript(with_candidates(episode.interactions, candidates))))
+        except Exception as error:  # one odd episode must not stop the others' pages
+            rows.append((relative, episode, f"not rendered ({type(error).__name__}: {error})"[:160], []))
+            continue
+        pages += links
+        rows.append((relative, episode, "", links))
+    atomic.write_text(out / "index.html", _index(rows, out, number))
     return pages
+
+
+def _index(rows: list, out: Path, number) -> str:
+    cells = []
+    for relative, episode, problem, links in rows:
+        anchors = " ".join(f'<a href="{html.escape(str(link.relative_to(out)))}">{link.stem}</a>' for link in links)
+        cells.append(
+            f"<tr><td>{html.escape(str(relative))}</td><td>{html.escape(episode.game)}</td>"
+            f"<td>{html.escape(episode.outcome or episode.outcome_problem or '')}</td>"
+            f"<td>{number(episode.main_score)}</td><td>{anchors or html.escape(problem)}</td></tr>")
+    return ("<!doctype html><meta charset='utf-8'><title>playprm episodes</title>"
+            f"<h1>{len(rows)} episodes</h1><table border='1' cellpadding='3'>"
+            "<tr><th>episode</th><th>game</th><th>outcome</th><th>Main Score</th><th>pages</th></tr>\n"
+            + "\n".join(cells) + "\n</table>")
