@@ -75,6 +75,12 @@ class EvalConfig:
     # the PRM, 0 with another scorer); validate() leaves the number it resolved (None unless anchored)
     switch_margin: float | str | None = None
     switch_margin_rule: str | None = field(default=None, init=False)  # after validate(): "auto" or "given"
+    # guided modes: None guides every game; "auto" the games --gate-from's validation comparison says guidance
+    # pays on (report.gating); else a comma-separated list. validate() leaves guided_games resolved
+    guide_games: str | None = None
+    gate_from: Path | None = None
+    guided_games: dict[str, str] | None = field(default=None, init=False)  # game -> why (None: every game)
+    gate_reasons: dict[str, str] | None = field(default=None, init=False)  # every gated game -> why guided or not
 
     def validate(self) -> EvalConfig:
         if self.mode not in MODES:
@@ -91,6 +97,7 @@ class EvalConfig:
         if mode.guided and self.prm_path is None and self.scorer == "prm":
             raise UsageError(f"--mode {self.mode} needs a PRM: add --prm-path DIR (from train-prm or make-tiny)")
         self._validate_selection(mode)
+        self._validate_gating(mode)
         if mode.guided and self.temperature == 0:
             raise UsageError(f"--mode {self.mode} with --temperature 0 yields N identical candidates; use e.g. 0.7")
         if self.n_candidates < 1:
@@ -152,6 +159,30 @@ class EvalConfig:
             self.switch_margin = margin_for(self.prm_path, self.n_candidates)
         self.switch_margin_rule = self.switch_margin_rule or "given"
 
+    def _validate_gating(self, mode: DecodingMode) -> None:
+        """``--guide-games`` and ``--gate-from``: on a guided mode, together for auto; ``guided_games`` resolved."""
+        if self.gate_from is not None and self.guide_games != "auto":
+            raise UsageError("--gate-from is read by --guide-games auto; add it or drop --gate-from")
+        if self.guide_games is None:
+            return
+        if not mode.guided:
+            raise UsageError(f"--guide-games chooses where a guided mode guides; --mode {self.mode} guides nothing")
+        if self.guide_games == "auto":
+            if self.gate_from is None:
+                raise UsageError("--guide-games auto needs --gate-from PAIRED (the paired.json of `playprm report "
+                                 "--compare GREEDY GUIDED --paired GUIDED GREEDY` on validation runs)")
+            from playprm.report.gating import read_gate
+
+            gate = read_gate(self.gate_from)
+            self.guided_games = {game: row["reason"] for game, row in gate.items() if row["guided"]}
+            self.gate_reasons = {game: row["reason"] for game, row in gate.items()}
+            return
+        games = [name.strip() for name in self.guide_games.split(",") if name.strip()]
+        if not games:
+            raise UsageError("--guide-games is empty; give auto or game names such as wordle,taboo")
+        self.guided_games = {game: "named by --guide-games" for game in games}
+        self.gate_reasons = dict(self.guided_games)
+
     def validate_backend(self, backend: str, policy_name: str) -> None:
         """UsageError when the mode needs what the policy's backend cannot do (checked before it loads)."""
         mode = self.decoding_mode
@@ -182,6 +213,8 @@ class EvalConfig:
             fields["seed"] = self.seed
         if mode.guided:
             fields["guide_roles"] = sorted(r.lower() for r in self.guide_roles) if self.guide_roles else None
+        if mode.guided and self.guided_games is not None:  # left out when every game is guided, as before
+            fields["guided_games"] = sorted(self.guided_games)
         if self.scorer != "prm":
             fields["scorer"] = self.scorer
         if self.selection != "argmax":  # left out for the card's selection: earlier runs keep their fingerprint
@@ -209,4 +242,6 @@ class EvalConfig:
             tag += f"-{self.selection}"
         if self.guide_roles and mode.guided:
             tag += "-guide_" + "_".join(sorted(r.lower() for r in self.guide_roles))
+        if self.guide_games is not None and mode.guided:
+            tag += "-gated" if self.guide_games == "auto" else "-games_" + "_".join(sorted(self.guided_games or ()))
         return tag

@@ -114,6 +114,7 @@ class Turn:
     player: str
     game_role: str
     context: list[dict]  # the messages the player sees (its perspective plus the new context)
+    game: str = ""  # the game's name (per-game gating)
     rejected: list[str] = field(default_factory=list)  # this player's replies the game refused in this episode
 
 
@@ -178,7 +179,7 @@ class Episode:
                 perspective = player.get_perspective() + [context]
                 messages = [{"role": m["role"], "content": m["content"]} for m in perspective]
                 self.pending = Turn(player=player.name, game_role=player.game_role, context=messages,
-                                    rejected=list(self.rejected.get(player.name, [])))
+                                    rejected=list(self.rejected.get(player.name, [])), game=self.task.game)
                 return
             self._last_reply = None
             self.env.step(player(context))  # programmatic or other non-policy player

@@ -24,20 +24,26 @@ def prepare_games(games: list[str], game_all: bool, games_dir: Path | None, limi
     return entries, instances
 
 
-def guide_filter(guide_roles: list[str] | None):
+def guide_filter(guide_roles: list[str] | None, guided_games=None):
+    """``is_guided(turn)``: whether a pending turn goes to the guided strategy: its role is among ``guide_roles``
+    and its game among ``guided_games`` (None: every role, every game)."""
     roles = None if not guide_roles else {r.lower() for r in guide_roles}
-    return lambda turn: roles is None or turn.game_role.lower() in roles
+    games = None if guided_games is None else set(guided_games)
+    return lambda turn: (roles is None or turn.game_role.lower() in roles) and (games is None or turn.game in games)
 
 
-def turn_player(mode: str, policy, scorer, settings: SearchSettings, is_guided, temperature: float):
+def turn_player(mode: str, policy, scorer, settings: SearchSettings, is_guided, temperature: float,
+                guided_games=None):
     """``choose_turns(episodes)`` of a per-turn ``mode``: one batched call for the pending turns of all episodes
-    in flight; guided turns go to the mode's strategy, the others are plain samples at ``temperature``."""
+    in flight; guided turns go to the mode's strategy, the others are plain samples at ``temperature``, except in
+    games outside ``guided_games`` (a per-game gate; None: no gate), which play greedy."""
     strategy = MODES[mode].strategy() if MODES[mode].guided else None
 
     def choose_turns(episodes):
         pending = [e for e in episodes if not e.done]
         guided = [e for e in pending if strategy is not None and is_guided(e.pending)]
-        plain = [e for e in pending if not (strategy is not None and is_guided(e.pending))]
+        rest = [e for e in pending if not (strategy is not None and is_guided(e.pending))]
+        gated = [e for e in rest if guided_games is not None and e.pending.game not in guided_games]
         if guided:
             choices = strategy.choose([e.pending.context for e in guided], policy, scorer, settings,
                                       rejected=[e.pending.rejected for e in guided])
@@ -45,6 +51,11 @@ def turn_player(mode: str, policy, scorer, settings: SearchSettings, is_guided, 
                 e.turn_scores.append(c.scores[c.chosen])
                 e.play(c.text, log=c.log(mode), generated_tokens=c.generated_tokens, prm_tokens=c.prm_tokens,
                        prefill_tokens=c.prefill_tokens)
+        play_plain([e for e in rest if all(e is not g for g in gated)], temperature)
+        if gated:
+            play_plain(gated, 0.0)
+
+    def play_plain(plain, temperature: float):
         if plain:
             choices = greedy.choose([e.pending.context for e in plain], policy, scorer, settings,
                                     temperature=temperature)
@@ -95,9 +106,10 @@ def run_eval(cfg: EvalConfig, *, policy=None, scorer=None, progress: bool = True
             "broken_games": {g: str(e) for g, e in broken.items()},
             # each game's clemgame.json benchmark tags: report splits clemscore / statscore without --games-dir
             "game_benchmarks": {e.name: e.benchmarks for e in entries},
+            "gate": cfg.gate_reasons,  # per-game gating: which games were guided and why (None: every game)
         })
         runner.write_experiment_files([t for t in tasks if t.benchmark is not None], name, gen_args)
-        is_guided = guide_filter(cfg.guide_roles)
+        is_guided = guide_filter(cfg.guide_roles, cfg.guided_games)
         choose_turns, search_episodes = None, None
         if cfg.decoding_mode.per_episode:
             search = cfg.decoding_mode.strategy().search
@@ -105,7 +117,8 @@ def run_eval(cfg: EvalConfig, *, policy=None, scorer=None, progress: bool = True
             def search_episodes(roots):
                 return search(roots, policy, scorer, settings, is_guided=is_guided, mode=cfg.mode)
         else:
-            choose_turns = turn_player(cfg.mode, policy, scorer, settings, is_guided, cfg.temperature)
+            choose_turns = turn_player(cfg.mode, policy, scorer, settings, is_guided, cfg.temperature,
+                                       cfg.guided_games)
         summary = runner.play(
             tasks, policy_name=name, run_dir=run_dir, gen_args=gen_args, batch_size=cfg.batch_size,
             retry_errors=cfg.retry_errors, broken=broken, progress=progress, choose_turns=choose_turns,

@@ -36,6 +36,12 @@ def register(subparsers) -> None:
                         help="how turn scores combine along a trajectory")
     parser.add_argument("--guide-roles", nargs="+", metavar="ROLE",
                         help="guide only these game roles (default: every policy player)")
+    parser.add_argument("--guide-games", metavar="auto|G1,G2",
+                        help="guided modes: guide only these games, the others play greedy; auto: the games where "
+                             "guidance beat greedy on validation runs (--gate-from)")
+    parser.add_argument("--gate-from", type=Path, metavar="PAIRED",
+                        help="--guide-games auto: the paired.json (or its folder) of `playprm report --compare "
+                             "GREEDY GUIDED --paired GUIDED GREEDY` on validation instances")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--batch-size", type=int, default=32, help="episodes in flight (default 32)")
     parser.add_argument("--shard", help="i/n: play every n-th planned episode starting at i (zero-based)")

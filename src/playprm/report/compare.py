@@ -120,6 +120,8 @@ def _run_rows(results_dir: Path, episodes: EpisodeScores, table: pd.DataFrame) -
             if key not in MODE_FIELDS and isinstance(value, (str, int, float, bool)):
                 row[f"run {key}"] = value
         row["static games"] = ", ".join(table.attrs["static_games"])
+        gate = metadata.get("gate")  # per-game gating: which games the run guided and why
+        row["gate"] = "; ".join(f"{game}: {why}" for game, why in gate.items()) if isinstance(gate, dict) else ""
         row["section"] = LOOKAHEAD if row["env_lookahead"] else HONEST if metadata else UNKNOWN
         rows.append(row)
     return rows

@@ -1,0 +1,63 @@
+"""Per-game gating: a guided run guides only the games where guidance beat greedy on validation runs (the
+per-game paired table of ``report --paired``); the other games play greedy, and the run records why."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from playprm.cli import main
+from playprm.config import EvalConfig
+from playprm.errors import UsageError
+
+
+def paired_file(folder: Path, points: dict[str, float]) -> Path:
+    """A report's paired.json: guided (A) against greedy (B), one row per game with its clemscore points."""
+    folder.mkdir(parents=True, exist_ok=True)
+    games = [{"game": game, "episodes": 10, "points": value, "points_ci": [value - 1, value + 1]}
+             for game, value in points.items()]
+    (folder / "paired.json").write_text(json.dumps([{"a": "guided", "b": "greedy", "difference": 0.0,
+                                                     "games": games}]))
+    return folder / "paired.json"
+
+
+def test_the_gate_guides_only_games_where_guidance_won_points_on_validation(tmp_path):
+    from playprm.report.gating import read_gate
+
+    gate = read_gate(paired_file(tmp_path / "val", {"referencegame": 1.5, "taboo": -2.0, "wordle": 0.0}))
+    assert {game for game, row in gate.items() if row["guided"]} == {"referencegame"}
+    assert gate["taboo"]["reason"].startswith("greedy: guided - greedy = -2.00 clemscore points on 10 validation")
+    assert read_gate(tmp_path / "val") == gate  # the folder that holds paired.json reads the same
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"guide_games": "auto"}, "--guide-games auto needs --gate-from"),
+    ({"gate_from": Path("x")}, "--gate-from is read by --guide-games auto"),
+    ({"guide_games": "auto", "gate_from": Path("missing")}, "no paired.json"),
+    ({"guide_games": "taboo", "mode": "greedy", "scorer": "prm"}, "--mode greedy guides nothing"),
+])
+def test_impossible_gating_is_one_clear_error_before_any_model_loads(settings, message):
+    values = {"policy_model": "scripted:random-valid", "games": ["taboo"], "mode": "best-of-n", "scorer": "logprob",
+              **settings}
+    with pytest.raises(UsageError, match=message):
+        EvalConfig(**values).validate()
+
+
+def test_a_gated_run_guides_the_chosen_game_plays_the_other_greedy_and_says_why(card_models, tmp_path, capsys):
+    gate = paired_file(tmp_path / "val", {"referencegame": 2.0, "taboo": -3.0})
+    argv = ["eval", "--policy-model", str(card_models["policy"]), "--game", "referencegame", "--game", "taboo",
+            "--limit", "1", "--max-tokens", "6", "--mode", "best-of-n", "--scorer", "logprob", "--n-candidates", "2",
+            "--guide-games", "auto", "--gate-from", str(gate), "--results-dir", str(tmp_path / "r")]
+    assert main(argv) == 0
+    (run_dir,) = [p for p in (tmp_path / "r").iterdir() if p.is_dir()]
+    assert run_dir.name.endswith("-gated")
+    meta = json.loads((run_dir / "playprm_run.json").read_text())
+    assert meta["gate"]["referencegame"].startswith("guided: ") and meta["gate"]["taboo"].startswith("greedy: ")
+    assert meta["fingerprint"]["guided_games"] == ["referencegame"]
+    modes = {}
+    for path in run_dir.rglob("candidates.jsonl"):
+        game = path.relative_to(run_dir).parts[0]
+        modes.setdefault(game, set()).update(json.loads(line)["mode"] for line in path.read_text().splitlines())
+    assert modes["referencegame"] == {"best-of-n"} and modes["taboo"] == {"greedy"}
