@@ -137,7 +137,7 @@ def test_the_small_preset_runs_every_stage_and_writes_results(tmp_path, monkeypa
     workdir = tmp_path / "work"
     preset = small_preset.SmallPreset(games=(("referencegame", 3, 2),), layers=1, hidden=32, sft_steps=2,
                                       sft_batch=2, rollout_instances=1, prm_steps=2, prm_batch=2, max_tokens=8,
-                                      ns=(2,), oracle_ns=(2,))
+                                      ns=(2,), oracle_ns=(2,), validation_instances=1)
     assert run_steps(workdir, preset.steps(workdir), preset.done_markers(), done="done") == 0
     assert Path.cwd() == tmp_path and not (tmp_path / "model_registry.json").exists()  # nothing outside workdir
     assert f"playprm eval --policy-model {workdir / 'sft-policy'}" in capsys.readouterr().out  # runnable by hand
@@ -145,7 +145,14 @@ def test_the_small_preset_runs_every_stage_and_writes_results(tmp_path, monkeypa
     results = json.loads((tmp_path / "results.json").read_text())
     names = {row["name"] for row in results["rows"]}
     assert {"base-greedy", "sft-greedy", "sft-sampled", "sft-prm-bon2", "sft-logprob-bon2", "sft-oracle-bon2",
-            "sft-beam", "sft-lf-beam"} <= names
+            "sft-beam", "sft-lf-beam", "sft-prm-anchored-bon2", "sft-prm-anchored-gated-bon4", "weak-greedy",
+            "weak-prm-anchored-bon4", "weak-oracle-bon4"} <= names
+    by_name = {row["name"]: row for row in results["rows"]}
+    assert (by_name["sft-prm-anchored-bon2"]["selection"], by_name["sft-prm-anchored-bon2"]["n"]) == ("anchored", 2)
+    assert by_name["sft-prm-anchored-bon2"]["switch_rate"] is not None  # anchored rows log their greedy candidate
+    assert by_name["sft-prm-bon2"]["switch_rate"] is None  # argmax over samples has no greedy to switch from
+    assert by_name["sft-prm-anchored-gated-bon4"]["gate"].startswith("referencegame: ")
+    assert (workdir / "validation" / "paired.json").is_file()  # the gate is decided on the validation split
     for row in results["rows"]:
         assert (tmp_path / row["results_dir"]).is_dir() and row["episodes"] == 4
     assert [row["env_lookahead"] for row in results["rows"] if row["name"] == "sft-beam"] == [True]

@@ -32,6 +32,24 @@ from pathlib import Path
 POLICY = "small-sft"  # the registry name train-sft gives the policy (model_registry.json of the work directory)
 
 
+@dataclass(frozen=True)
+class GridRow:
+    """One row of the evaluation grid, written once here and read back by the summary (never parsed out of its
+    folder name): ``results/<name>`` holds its run."""
+
+    name: str
+    flags: tuple[str, ...] = ()  # eval flags beyond the policy, games and results folder
+    n: int = 1  # candidates per turn
+    scorer: str | None = None  # "prm", "logprob", "expert" (an upper bound) or None
+    selection: str | None = None  # best-of-n: "argmax" (the card's) or "anchored"
+    policy: str = "sft"  # "sft" (the trained policy), "weak" (its half-way checkpoint), "base", "round2"
+    gated: bool = False  # --guide-games auto from the validation comparison
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "n": self.n, "scorer": self.scorer, "selection": self.selection,
+                "policy": self.policy, "gated": self.gated}
+
+
 @dataclass
 class SmallPreset:
     """Sizes of the small pipeline (defaults: the measured preset)."""
@@ -57,29 +75,46 @@ class SmallPreset:
     rounds: int = 1  # 2: expert iteration, the round-1 policy retrained on its own PRM-guided best-of-4 wins
     round2_steps: int = 200
     round2_instances: int = 400  # per experiment, played by round 1's best-of-4 for round-2 SFT data
+    validation_instances: int = 75  # per experiment: the split the per-game gate is decided on (not held-out)
+    weak_policy: bool = True  # rows for the half-way SFT checkpoint (room above greedy for any scorer)
 
-    def rows(self, prm: str = "prm") -> list[tuple[str, list[str]]]:
-        """(row name, eval flags) of the evaluation grid, the PRM read from ``prm``; each row writes
-        results/<row name>."""
-        prm = ["--prm-path", prm]
-        rows = [("sft-greedy", []), ("sft-sampled", ["--temperature", "0.7"])]
-        rows += [(f"sft-prm-bon{n}", ["--mode", "best-of-n", "--n-candidates", str(n), *prm]) for n in self.ns]
-        rows += [(f"sft-logprob-bon{n}", ["--mode", "best-of-n", "--n-candidates", str(n), "--scorer", "logprob"])
-                 for n in self.ns]
-        rows += [(f"sft-oracle-bon{n}", ["--mode", "best-of-n", "--n-candidates", str(n), "--scorer", "expert"])
-                 for n in self.oracle_ns]
-        rows += [("sft-beam", ["--mode", "beam-search", "--n-candidates", "4", "--beam-width", "2",
-                               "--num-beam-iterations", "4", *prm]),
-                 ("sft-lf-beam", ["--mode", "lf-beam", "--n-candidates", "4", "--beam-width", "2", *prm])]
+    def rows(self, prm: str = "prm", gate: str = "validation/paired.json") -> list[GridRow]:
+        """The evaluation grid on held-out instances (base greedy and round 2 come with their own stages), the
+        PRM read from ``prm`` and the per-game gate from ``gate``."""
+        best_of = lambda n, scorer, selection="argmax", **kw: _best_of(n, scorer, selection, prm, gate, **kw)  # noqa: E731
+        rows = [GridRow("sft-greedy"), GridRow("sft-sampled", ("--temperature", "0.7"))]
+        rows += [best_of(n, "prm") for n in self.ns]
+        rows += [best_of(n, "prm", "anchored") for n in self.ns]
+        rows += [best_of(4, "prm", "anchored", gated=True)]
+        rows += [best_of(n, "logprob") for n in self.ns]
+        rows += [best_of(n, "expert") for n in self.oracle_ns]
+        prm_flags = ("--prm-path", prm)
+        rows += [GridRow("sft-beam", ("--mode", "beam-search", "--n-candidates", "4", "--beam-width", "2",
+                                      "--num-beam-iterations", "4", *prm_flags), 4, "prm"),
+                 GridRow("sft-lf-beam", ("--mode", "lf-beam", "--n-candidates", "4", "--beam-width", "2",
+                                         *prm_flags), 4, "prm")]
+        if self.weak_policy:
+            rows += [GridRow("weak-greedy", policy="weak")]
+            rows += [best_of(4, scorer, selection, policy="weak", prefix="weak")
+                     for scorer, selection in (("prm", "argmax"), ("prm", "anchored"), ("logprob", "argmax"),
+                                               ("expert", "argmax"))]
         return rows
+
+    def validation_rows_at(self, prm: str) -> list[GridRow]:
+        """What the per-game gate is decided on: greedy and anchored PRM best-of-4 on the validation split."""
+        return [GridRow("sft-greedy"), _best_of(4, "prm", "anchored", prm, "")]
 
     def steps(self, workdir: Path) -> list[tuple[str, list[str]]]:
         """(stage, argv) of the whole pipeline, every path under ``workdir``. The evaluations name the trained
         policy by its folder, so no stage reads the working directory's model registry."""
         w = lambda path: str(Path(workdir) / path)  # noqa: E731
-        train, held_out, policy = w(TRAIN), w(HELD_OUT), w("sft-policy")
+        train, held_out, validation, policy = w(TRAIN), w(HELD_OUT), w(VALIDATION), w("sft-policy")
         s, games = self.seed, [flag for game, _, _ in self.games for flag in ("--game", game)]
-        eval_common = ["--games-dir", held_out, *games, "--max-tokens", str(self.max_tokens), "--seed", str(s)]
+        decoding = ["--max-tokens", str(self.max_tokens), "--seed", str(s)]
+        eval_common = ["--games-dir", held_out, *games, *decoding]
+        # the SFT run's half-way checkpoint (train-sft saves at 0.5 and 1.0 of its steps): a weaker policy with room
+        # above greedy for any scorer
+        policies = {"sft": policy, "weak": w(f"sft-policy/checkpoint-{self.sft_steps // 2}")}
         steps = [(f"instances train {game}", ["instances", "--out", train, "--seed", str(1000 + s),
                                               "--per-experiment", str(n_train), "--game", game])
                  for game, n_train, _ in self.games]
@@ -87,6 +122,10 @@ class SmallPreset:
                                                   "--per-experiment", str(n_held_out), "--game", game,
                                                   "--exclude", train])
                   for game, _, n_held_out in self.games]
+        steps += [(f"instances validation {game}", ["instances", "--out", validation, "--seed", str(3000 + s),
+                                                    "--per-experiment", str(self.validation_instances), "--game",
+                                                    game, "--exclude", train, held_out])
+                  for game, _, _ in self.games]
         steps += [
             ("collect teacher", ["collect", "--policy-model", "programmatic:expert", "--games-dir", train, *games,
                                  "--samples-per-instance", str(self.teacher_samples), "--temperature", "1.0",
@@ -118,8 +157,15 @@ class SmallPreset:
                            "--eval-steps", "0.25", "--save-steps", "0.5", "--logging-steps", "50",
                            "--activation-checkpointing", "false", "--seed", str(s)]),
         ]
-        steps += [(f"eval {row}", ["eval", "--policy-model", policy, *flags, *eval_common, "--results-dir",
-                                   w(f"results/{row}")]) for row, flags in self.rows(w("prm"))]
+        steps += [(f"validation {row.name}", ["eval", "--policy-model", policy, *row.flags, "--games-dir", validation,
+                                              *games, *decoding, "--results-dir", w(f"validation/{row.name}")])
+                  for row in self.validation_rows_at(w("prm"))]
+        steps += [("validation report", ["report", "--compare", w("validation/sft-greedy"),
+                                         w("validation/sft-prm-anchored-bon4"), "--paired", "sft-prm-anchored-bon4",
+                                         "sft-greedy", "--out", w("validation")])]
+        steps += [(f"eval {row.name}", ["eval", "--policy-model", policies[row.policy], *row.flags, *eval_common,
+                                        "--results-dir", w(f"results/{row.name}")])
+                  for row in self.rows(w("prm"), w("validation/paired.json"))]
         if self.rounds >= 2:
             steps += self.expert_iteration_steps(w, policy, games, eval_common)
         steps.append(("summarize", ["summarize", "--workdir", str(workdir), "--preset", "small", "--seed", str(s)]))
@@ -151,15 +197,34 @@ class SmallPreset:
         """stage -> the file, relative to the work directory, whose presence means it finished (eval, collect
         and the rest resume on their own)."""
         markers = {f"instances {split} {game}": f"{folder}/{game}/in/instances.json"
-                   for game, _, _ in self.games for split, folder in (("train", TRAIN), ("held-out", HELD_OUT))}
+                   for game, _, _ in self.games
+                   for split, folder in (("train", TRAIN), ("held-out", HELD_OUT), ("validation", VALIDATION))}
         return {**markers, "make-tiny": "base/prm/prm_config.json", "sft-data": "sft-data/README.md",
                 "train-sft": "sft-policy/model_registry.json", "prm-data": "prm-data/README.md",
-                "train-prm": "prm/prm_config.json", "round 2 sft-data": "round2/sft-data/README.md",
+                "train-prm": "prm/prm_config.json", "validation report": "validation/paired.json",
+                "round 2 sft-data": "round2/sft-data/README.md",
                 "round 2 train-sft": "round2/sft-policy/model_registry.json"}
+
+
+def _best_of(n: int, scorer: str, selection: str, prm: str, gate: str, *, policy: str = "sft", prefix: str = "sft",
+             gated: bool = False) -> GridRow:
+    """A best-of-N row: ``scorer`` "prm", "logprob" or "expert", ``selection`` "argmax" or "anchored" (the margin
+    from the PRM's validation rollouts), ``gated`` guided only where the validation comparison ``gate`` says."""
+    flags = ("--mode", "best-of-n", "--n-candidates", str(n))
+    flags += ("--prm-path", prm) if scorer == "prm" else ("--scorer", scorer)
+    tag = {"prm": "prm", "logprob": "logprob", "expert": "oracle"}[scorer]
+    if selection == "anchored":
+        flags += ("--selection", "anchored", "--switch-margin", "auto")
+        tag += "-anchored"
+    if gated:
+        flags += ("--guide-games", "auto", "--gate-from", gate)
+        tag += "-gated"
+    return GridRow(f"{prefix}-{tag}-bon{n}", flags, n, scorer, selection, policy, gated)
 
 
 HELD_OUT = "splits/heldout"
 TRAIN = "splits/train"
+VALIDATION = "splits/validation"  # the per-game gate's split: shares no instance with train or held-out
 
 ROUND2_ROW = "sft-round2-greedy"  # expert iteration (--rounds 2)
 
@@ -168,4 +233,12 @@ ROUND2_ROW = "sft-round2-greedy"  # expert iteration (--rounds 2)
 PAIRS = [("sft-greedy", "base-greedy"), ("sft-prm-bon4", "sft-greedy"), ("sft-prm-bon4", "sft-logprob-bon4"),
          ("sft-prm-bon8", "sft-prm-bon4"), ("sft-prm-bon16", "sft-prm-bon8"), ("sft-oracle-bon4", "sft-greedy"),
          ("sft-oracle-bon4", "sft-prm-bon4"),
+         # guidance that has to earn each switch (issue 24): anchored against greedy, against N = 4, and gated
+         ("sft-prm-anchored-bon2", "sft-greedy"), ("sft-prm-anchored-bon4", "sft-greedy"),
+         ("sft-prm-anchored-bon8", "sft-greedy"), ("sft-prm-anchored-bon16", "sft-greedy"),
+         ("sft-prm-anchored-bon16", "sft-prm-anchored-bon4"), ("sft-prm-anchored-bon4", "sft-logprob-bon4"),
+         ("sft-prm-anchored-bon4", "sft-prm-bon4"), ("sft-prm-anchored-gated-bon4", "sft-greedy"),
+         # the weaker policy, where any scorer has room
+         ("weak-oracle-bon4", "weak-greedy"), ("weak-prm-bon4", "weak-greedy"), ("weak-prm-anchored-bon4", "weak-greedy"),
+         ("weak-prm-anchored-bon4", "weak-logprob-bon4"), ("weak-logprob-bon4", "weak-greedy"),
          (ROUND2_ROW, "sft-greedy"), (ROUND2_ROW, "sft-prm-bon4")]

@@ -19,14 +19,15 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     from playprm.report.results_doc import write_results
-    from playprm.small_preset import PAIRS, ROUND2_ROW, SmallPreset
+    from playprm.small_preset import PAIRS, ROUND2_ROW, GridRow, SmallPreset
 
     if not (args.workdir / "results").is_dir():
         raise UsageError(f"--workdir {args.workdir} has no results/ folder; run `playprm pipeline --preset small` "
                          "first")
     command = f"playprm pipeline --preset {args.preset} --seed {args.seed} --workdir {args.workdir}"
-    rows = ["base-greedy", *(name for name, _ in SmallPreset().rows()), ROUND2_ROW]
-    paths = write_results(args.workdir, command=command, seed=args.seed, pairs=PAIRS, row_order=rows,
-                          n_resamples=args.resamples)
+    grid = [GridRow("base-greedy", policy="base"), *SmallPreset(seed=args.seed).rows(), GridRow(ROUND2_ROW,
+                                                                                               policy="round2")]
+    paths = write_results(args.workdir, command=command, seed=args.seed, pairs=PAIRS,
+                          grid=[row.as_dict() for row in grid], n_resamples=args.resamples)
     print("wrote " + ", ".join(map(str, paths)))
     return 0

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -21,8 +20,10 @@ import pandas as pd
 from playprm import atomic
 from playprm.report.clemscore import AVERAGE_PLAYED, CI_HIGH, CI_LOW, CLEMSCORE, QUALITY, game_names
 
-ROW_KINDS = [("sft-prm-bon", "PRM"), ("sft-logprob-bon", "policy log-probability"),
-             ("sft-oracle-bon", "programmatic expert (upper bound)")]
+# best-of-N lines of the plots: (scorer, selection) of the trained policy's ungated rows, and their label
+ROW_KINDS = [(("prm", "argmax"), "PRM, argmax (the card's)"), (("prm", "anchored"), "PRM, greedy-anchored"),
+             (("logprob", "argmax"), "policy log-probability"),
+             (("expert", "argmax"), "programmatic expert (upper bound)")]
 STAGE_FILE = "stage_seconds.json"
 
 
@@ -30,18 +31,23 @@ def _row_name(label: str) -> str:
     return str(label).split("/", 1)[0]
 
 
-def grid_rows(comparison: pd.DataFrame, workdir: Path) -> list[dict]:
+def grid_rows(comparison: pd.DataFrame, workdir: Path, grid: dict[str, dict]) -> list[dict]:
+    """One dict per run of ``comparison``, its grid record (``small_preset.GridRow.as_dict``: n, scorer,
+    selection, policy, gated) read from ``grid`` by the run's folder name, never parsed out of it."""
+    from playprm.report.guided_turns import guided_turns
+
     rows = []
     for label, row in comparison.iterrows():
         name = _row_name(label)
-        n = re.search(r"bon(\d+)$", name)
-        scorer = ("prm" if "-prm-" in name or name in ("sft-beam", "sft-lf-beam") else "logprob"
-                  if "-logprob-" in name else "expert" if "-oracle-" in name else None)
+        record = grid.get(name, {"name": name, "n": int(row["n_candidates"] or 1), "scorer": None,
+                                 "selection": None, "policy": None, "gated": False})
         played = _number(row.get(AVERAGE_PLAYED))
         clemscore = _number(row[CLEMSCORE])
+        turns = list(guided_turns(Path(row["results dir"])).values())
+        with_greedy = sum(t.with_greedy for t in turns)
         rows.append({
-            "name": name, "mode": _mode(row["mode"], row["temperature"]), "n": int(n.group(1)) if n else int(row["n_candidates"] or 1),
-            "scorer": scorer, "results_dir": str(Path(row["results dir"]).resolve().relative_to(workdir.resolve())),
+            **record, "name": name, "mode": _mode(row["mode"], row["temperature"]),
+            "results_dir": str(Path(row["results dir"]).resolve().relative_to(workdir.resolve())),
             # a run that played nothing: clemcore leaves clemscore blank; 0 % played makes it 0
             "clemscore": 0.0 if clemscore is None and played == 0 else clemscore,
             "ci": [_number(row[CLEMSCORE + CI_LOW]), _number(row[CLEMSCORE + CI_HIGH])] if clemscore is not None
@@ -50,8 +56,38 @@ def grid_rows(comparison: pd.DataFrame, workdir: Path) -> list[dict]:
             "episodes": int(row["episodes"]), "env_lookahead": bool(row["env_lookahead"]),
             "generated_tokens_per_episode": _number(row.get("generated tokens / episode")),
             "games": {game: _number(row.get(f"{game}, {QUALITY}")) for game in game_names(comparison)},
+            # anchored rows: of the guided turns whose log names the greedy candidate, how many played another
+            "guided_turns": sum(t.guided_turns for t in turns),
+            "switch_rate": _number(sum(t.switched for t in turns) / with_greedy) if with_greedy else None,
+            "gate": row.get("gate") or None,
         })
     return rows
+
+
+def switch_outcomes(workdir: Path, row: str, baseline: str = "sft-greedy") -> dict | None:
+    """What the switches of an anchored row won or lost against ``baseline`` on the same instances: of the
+    episodes where at least one turn switched away from the greedy reply, how many scored higher, lower or the
+    same (Main Score, an abort as 0) than the baseline's episode of that instance. None where nothing switched."""
+    from playprm.results import iter_episodes
+
+    def scores(run: str) -> dict:
+        found = {}
+        for episode in iter_episodes(workdir / "results" / run, on_skip=lambda path, reason: None):
+            found[(episode.game, episode.experiment, episode.episode)] = (episode, episode.main_score or 0.0)
+        return found
+
+    ours, theirs = scores(row), scores(baseline)
+    counts = {"episodes_switched": 0, "won": 0, "lost": 0, "same": 0}
+    for key, (episode, score) in ours.items():
+        path = episode.path / "candidates.jsonl"
+        if key not in theirs or not path.is_file():
+            continue
+        if not any(json.loads(line).get("switched") for line in path.read_text().splitlines() if line.strip()):
+            continue
+        counts["episodes_switched"] += 1
+        other = theirs[key][1]
+        counts["won" if score > other else "lost" if score < other else "same"] += 1
+    return counts if counts["episodes_switched"] else None
 
 
 def _mode(mode: str, temperature) -> str:
@@ -96,8 +132,8 @@ def plot_against_n(rows: list[dict], path: Path) -> Path:
     plt = _pyplot()
     figure, axes = plt.subplots(figsize=(6.5, 4.5))
     by_name = {r["name"]: r for r in rows}
-    for prefix, label in ROW_KINDS:
-        points = sorted((r["n"], r) for r in rows if r["name"].startswith(prefix) and r["clemscore"] is not None)
+    for kind, label in ROW_KINDS:
+        points = sorted((r["n"], r) for r in _kind_rows(rows, kind) if r["clemscore"] is not None)
         if not points:
             continue
         ns = [n for n, _ in points]
@@ -108,7 +144,7 @@ def plot_against_n(rows: list[dict], path: Path) -> Path:
     if by_name.get("sft-greedy", {}).get("clemscore") is not None:
         axes.axhline(by_name["sft-greedy"]["clemscore"], linestyle="--", color="grey", label="sft-greedy")
     axes.set_xscale("log", base=2)
-    ticks = sorted({r["n"] for r in rows if any(r["name"].startswith(p) for p, _ in ROW_KINDS)})
+    ticks = sorted({r["n"] for kind, _ in ROW_KINDS for r in _kind_rows(rows, kind)})
     axes.set_xticks(ticks, [str(n) for n in ticks])
     axes.set_xlabel("N (candidates per turn)")
     axes.set_ylabel("clemscore (held-out, 95% CI)")
@@ -122,7 +158,7 @@ def plot_against_n(rows: list[dict], path: Path) -> Path:
 
 # rows drawn as single points on the compute plot (the best-of-N rows are lines), with their marker
 SINGLE_ROWS = (("sft-greedy", "s"), ("sft-sampled", "v"), ("sft-lf-beam", "D"), ("sft-round2-greedy", "P"),
-               ("sft-beam", "x"))
+               ("sft-beam", "x"), ("sft-prm-anchored-gated-bon4", "*"))
 
 
 def plot_against_tokens(rows: list[dict], path: Path) -> Path:
@@ -133,8 +169,8 @@ def plot_against_tokens(rows: list[dict], path: Path) -> Path:
     plt = _pyplot()
     figure, axes = plt.subplots(figsize=(6.5, 5.5))
     by_name = {r["name"]: r for r in rows if r["clemscore"] is not None and r["generated_tokens_per_episode"]}
-    for prefix, label in ROW_KINDS:
-        points = sorted((r["generated_tokens_per_episode"], r) for r in by_name.values() if r["name"].startswith(prefix))
+    for kind, label in ROW_KINDS:
+        points = sorted((r["generated_tokens_per_episode"], r) for r in _kind_rows(list(by_name.values()), kind))
         if points:
             xs = [x for x, _ in points]
             axes.plot(xs, [r["clemscore"] for _, r in points], marker="o", label=f"best-of-N, {label}")
@@ -161,17 +197,25 @@ def plot_against_tokens(rows: list[dict], path: Path) -> Path:
     return path
 
 
+def _kind_rows(rows: list[dict], kind: tuple[str, str]) -> list[dict]:
+    # the trained policy's ungated best-of-N rows of one (scorer, selection)
+    return [r for r in rows if r.get("policy") == "sft" and not r.get("gated") and r.get("mode") == "best-of-n"
+            and (r.get("scorer"), r.get("selection")) == kind]
+
+
 def write_results(workdir: Path, *, command: str, seed: int, pairs: list[tuple[str, str]],
-                  row_order: list[str] = (), n_resamples: int = 1000) -> tuple[Path, Path]:
-    """Write ``RESULTS.md`` and ``results.json`` into ``workdir``; returns their paths."""
+                  grid: list[dict] = (), n_resamples: int = 1000) -> tuple[Path, Path]:
+    """Write ``RESULTS.md`` and ``results.json`` into ``workdir``; returns their paths. ``grid``: the preset's
+    row records in table order (``GridRow.as_dict``)."""
     from playprm.report.compare import compare_runs
     from playprm.report.paired import paired_from_comparison, render_paired
 
     workdir = Path(workdir)
     run_dirs = sorted(p for p in (workdir / "results").iterdir() if p.is_dir())
     comparison = compare_runs(run_dirs, n_resamples=n_resamples, seed=seed)
-    rows = grid_rows(comparison, workdir)
-    order = {name: i for i, name in enumerate(row_order)}
+    by_name = {record["name"]: record for record in grid}
+    rows = grid_rows(comparison, workdir, by_name)
+    order = {name: i for i, name in enumerate(by_name)}
     rows.sort(key=lambda r: order.get(r["name"], len(order)))
     labels = {_row_name(label): label for label in comparison.index}
     wanted = [(labels[a], labels[b]) for a, b in pairs if a in labels and b in labels]
@@ -183,13 +227,24 @@ def write_results(workdir: Path, *, command: str, seed: int, pairs: list[tuple[s
            "training_validation": {k: training.get(f"validation_{k}") for k in ("auroc", "brier")}}
     prm.update(auroc=prm["heldout"]["auroc"], brier=prm["heldout"]["brier"])
     stages = json.loads((workdir / STAGE_FILE).read_text()) if (workdir / STAGE_FILE).is_file() else {}
+    switches = {r["name"]: switch_outcomes(workdir, r["name"]) for r in rows if r.get("selection") == "anchored"
+                and r.get("policy") == "sft"}
     document = {"command": command, "seed": seed, "rows": rows, "paired": [d.as_dict() for d in paired],
-                "prm": prm, "stage_seconds": stages, "versions": _versions()}
+                "switches": switches, "prm": prm, "stage_seconds": stages, "versions": _versions()}
     json_path = atomic.write_json(workdir / "results.json", document)
     plot_against_n(rows, workdir / "clemscore_vs_n.png")
     plot_against_tokens(rows, workdir / "clemscore_vs_tokens.png")
     md_path = atomic.write_text(workdir / "RESULTS.md", _markdown(document, render_paired(paired)))
     return md_path, json_path
+
+
+def _switch_cell(row: dict) -> str:
+    from playprm.report.render import number
+
+    if row.get("switch_rate") is None:
+        return ""
+    text = f"{number(100 * row['switch_rate'], 1)} %"
+    return text + " (never: = greedy)" if row["switch_rate"] == 0 else text
 
 
 def _versions() -> dict:
@@ -209,10 +264,16 @@ def _markdown(document: dict, paired_table: str) -> str:
     rows = document["rows"]
     games = sorted({g for r in rows for g in r["games"]})
     grid = markdown_table(
-        ["row", "mode", "N", "scorer", "clemscore [95% CI]", "episodes", "gen tokens / episode"],
-        [[r["name"], r["mode"] + (" (env lookahead)" if r["env_lookahead"] else ""), str(r["n"]), r["scorer"] or "",
-          f"{number(r['clemscore'])} [{number(r['ci'][0])}, {number(r['ci'][1])}]", str(r["episodes"]),
-          number(r["generated_tokens_per_episode"], 0)] for r in rows])
+        ["row", "policy", "mode", "N", "scorer", "selection", "clemscore [95% CI]", "switch rate", "episodes",
+         "gen tokens / episode"],
+        [[r["name"], r.get("policy") or "", r["mode"] + (" (env lookahead)" if r["env_lookahead"] else ""),
+          str(r["n"]), r.get("scorer") or "", (r.get("selection") or "") + (", gated" if r.get("gated") else ""),
+          f"{number(r['clemscore'])} [{number(r['ci'][0])}, {number(r['ci'][1])}]", _switch_cell(r),
+          str(r["episodes"]), number(r["generated_tokens_per_episode"], 0)] for r in rows])
+    switches = markdown_table(
+        ["anchored row", "episodes with a switch", "won against greedy", "lost", "same"],
+        [[name, str(c["episodes_switched"]), str(c["won"]), str(c["lost"]), str(c["same"])] if c
+         else [name, "0", "", "", ""] for name, c in document.get("switches", {}).items()])
     per_game = markdown_table(["row", *games], [[r["name"], *(number(r["games"].get(g)) for g in games)]
                                                 for r in rows])
     prm = document["prm"]
@@ -233,6 +294,16 @@ def _markdown(document: dict, paired_table: str) -> str:
         "- `sft-oracle-bon<N>` ranks candidates by agreement with the programmatic expert's move for the player's "
         "context (it sees no hidden game state): an upper bound, not a PRM.", "",
         "## Grid (held-out)", "", grid, "",
+        "- `policy`: `sft` the trained policy, `weak` its half-way checkpoint (step 400 of 800: room above greedy "
+        "for any scorer), `base` the random-weight model. `selection`: `argmax` plays the best-scored candidate (the "
+        "card's); `anchored` keeps the policy's greedy reply unless a sampled candidate beats its PRM score by the "
+        "margin train-prm measured on its validation rollouts for this N (`--switch-margin auto`); `gated` guides "
+        "only the games where anchored best-of-4 beat greedy on the validation split (`validation/paired.md`). "
+        "`switch rate`: guided turns that played another reply than greedy; a row that never switches equals greedy "
+        "by construction.", "",
+        *[f"- gate of `{r['name']}`: {r['gate']}" for r in rows if r.get("gate")], "",
+        "### What the switches won or lost (episodes with at least one switch, Main Score against sft-greedy's "
+        "episode of the same instance)", "", switches, "",
         "![clemscore against N](clemscore_vs_n.png)", "", "![clemscore against generated tokens](clemscore_vs_tokens.png)",
         "", "## Paired differences (same held-out instances, paired bootstrap 95% CI)", "", paired_table, "",
         "## The PRM", "",
