@@ -41,14 +41,10 @@ def make_policy(tokenizer, config: dict, args, folder: Path):
     from playprm.models.vllm_policy import VLLMPolicy
 
     model_dir = gpu.write_model_dir(folder / f"{args.model}-random", config, tokenizer)
-    # VLLMPolicy.__init__ loads weights from its model folder; here vLLM makes random ones of the config's
-    # shapes (load_format="dummy"), and the rest of VLLMPolicy is used as it is.
-    policy = VLLMPolicy.__new__(VLLMPolicy)
-    policy.spec = PolicySpec(name=spec.name, backend="vllm", model_id=str(model_dir))
-    policy.llm = vllm.LLM(model=str(model_dir), load_format="dummy", dtype="bfloat16", enable_prefix_caching=True,
-                          gpu_memory_utilization=0.55, max_model_len=args.prompt_tokens + args.new_tokens + 64)
-    policy.tokenizer = policy.llm.get_tokenizer()
-    policy.lora = None
+    # the engine playprm eval runs (VLLMPolicy, engine_kwargs), on random weights of the config's shapes
+    policy = VLLMPolicy(PolicySpec(name=spec.name, backend="vllm", model_id=str(model_dir), dtype="bfloat16"),
+                        gpu_memory_utilization=0.55, max_model_len=args.prompt_tokens + args.new_tokens + 64,
+                        load_format="dummy")
     return policy, f"vLLM {vllm.__version__} (VLLMPolicy, prefix caching)"
 
 

@@ -193,10 +193,10 @@ class Episode:
             self.rejected.setdefault(player, []).append(last[2])
 
     def play(self, text: str, *, log: dict | None = None, generated_tokens: int = 0, prm_tokens: int = 0,
-             prefill_tokens: int | None = None) -> None:
+             prefill_tokens: int | None = None, cached_tokens: int | None = None) -> None:
         """Send the chosen reply of the pending turn to the game and move on. The token counts are the turn's
         cost: generated (all candidates), scored by the PRM, and the context tokens the policy encoded (``None``:
-        the backend does not say)."""
+        the backend does not say), and those its engine found in its prefix cache (vLLM; ``None``: not known)."""
         assert self.pending is not None, "no policy turn is pending"
         text = printable(text)
         player = self.env.player_by_agent_id[self.env.agent_selection]
@@ -205,6 +205,8 @@ class Episode:
         self.policy_calls += 1
         self.turn_costs.append({"prefill_tokens": prefill_tokens, "generated_tokens": generated_tokens,
                                 "prm_tokens": prm_tokens})
+        if cached_tokens is not None:
+            self.turn_costs[-1]["cached_tokens"] = cached_tokens
         if log is not None:
             for candidate in log.get("candidates", []):
                 candidate["text"] = printable(candidate["text"])
@@ -274,6 +276,9 @@ class Episode:
         prefill = [turn["prefill_tokens"] for turn in self.turn_costs]
         if prefill and None not in prefill:
             cost["prefill_tokens"] = sum(prefill)
+        cached = [turn.get("cached_tokens") for turn in self.turn_costs]
+        if cached and None not in cached:
+            cost["cached_tokens"] = sum(cached)
         if self.turn_costs:
             cost["turns"] = self.turn_costs
         if self.error is None and self.recorders.interactions is not None:

@@ -32,6 +32,12 @@ def guide_filter(guide_roles: list[str] | None, guided_games=None):
     return lambda turn: (roles is None or turn.game_role.lower() in roles) and (games is None or turn.game in games)
 
 
+def cached_tokens(choice) -> int | None:
+    """Context tokens of a turn the policy's engine found in its prefix cache (its candidates share the context;
+    vLLM says, the other backends do not: ``None``)."""
+    return choice.candidates[0].cached_tokens if choice.candidates else None
+
+
 def turn_player(mode: str, policy, scorer, settings: SearchSettings, is_guided, temperature: float,
                 guided_games=None):
     """``choose_turns(episodes)`` of a per-turn ``mode``: one batched call for the pending turns of all episodes
@@ -50,7 +56,7 @@ def turn_player(mode: str, policy, scorer, settings: SearchSettings, is_guided, 
             for e, c in zip(guided, choices):
                 e.turn_scores.append(c.scores[c.chosen])
                 e.play(c.text, log=c.log(mode), generated_tokens=c.generated_tokens, prm_tokens=c.prm_tokens,
-                       prefill_tokens=c.prefill_tokens)
+                       prefill_tokens=c.prefill_tokens, cached_tokens=cached_tokens(c))
         play_plain([e for e in rest if all(e is not g for g in gated)], temperature)
         if gated:
             play_plain(gated, 0.0)
@@ -61,7 +67,8 @@ def turn_player(mode: str, policy, scorer, settings: SearchSettings, is_guided, 
                                     temperature=temperature)
             for e, c in zip(plain, choices):
                 e.play(c.text, log=c.log("greedy" if temperature == 0 else "sample"),
-                       generated_tokens=c.generated_tokens, prefill_tokens=c.prefill_tokens)
+                       generated_tokens=c.generated_tokens, prefill_tokens=c.prefill_tokens,
+                       cached_tokens=cached_tokens(c))
 
     return choose_turns
 

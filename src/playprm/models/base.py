@@ -17,6 +17,8 @@ class Candidate:
     raw: str | None = None  # the decoded reply before the backend's post-processing (models.replies); None: text
     prefill_tokens: int | None = None  # context tokens the model ran for this call (shared by the context's n
     # candidates; fewer than the context when an earlier turn's state was reused); None: the backend does not say
+    cached_tokens: int | None = None  # context tokens the engine found in its prefix cache (vLLM counts whole
+    # KV blocks, 128 tokens each on CPU); None: the backend keeps no such cache or does not say
 
 
 @dataclass
@@ -33,6 +35,8 @@ class PolicySpec:
     base_url: str | None = None  # openai-compatible servers
     api_key_env: str | None = None  # name of the environment variable that holds the key (never the key)
     tensor_parallel_size: int = 1
+    dtype: str | None = None  # weights' dtype for transformers and vLLM alike ("float32", "bfloat16", "float16",
+    # "auto"); None: each backend's default (bf16 on CUDA; the checkpoint's on CPU for transformers)
     lookup_source: str = "path"  # registry file the entry came from, or "path"
     registry_entry: dict | None = None
 
@@ -40,7 +44,7 @@ class PolicySpec:
         """JSON-safe description for run metadata (no secrets)."""
         return {
             "name": self.name, "backend": self.backend, "model_id": self.model_id, "peft_model": self.peft_model,
-            "load_in_4bit": self.load_in_4bit, "chat_template_kwargs": self.chat_template_kwargs,
+            "load_in_4bit": self.load_in_4bit, "dtype": self.dtype, "chat_template_kwargs": self.chat_template_kwargs,
             "lookup_source": self.lookup_source,
         }
 

@@ -50,6 +50,8 @@ def load_causal_lm(spec: PolicySpec, *, device: str | None = None):
             kwargs["quantization_config"] = bnb_4bit_config()
     elif spec.load_in_4bit:
         print(f"playprm: load_in_4bit needs CUDA; loading {spec.model_id} unquantized on CPU")
+    if spec.dtype:  # model_config.dtype, as vLLM gets it (fp32 on CPU: greedy equal to vLLM's token for token)
+        kwargs["dtype"] = spec.dtype
     choose_cpu_threads()
     if gguf.is_gguf_path(spec.model_id):  # de-quantised in memory (bf16 on CUDA, as a folder would load)
         model, tokenizer = gguf.load(spec.model_id, dtype="bf16" if cuda else "fp32")

@@ -42,7 +42,12 @@ _CONFIG_TYPES = {
     "tensor_parallel_size": int,
     "base_url": str,
     "api_key_env": str,
+    "dtype": str,
 }
+
+# model_config.dtype: what transformers and vLLM both accept as ``dtype`` (fp32 / bf16 / fp16 as short names)
+DTYPES = {"auto": "auto", "float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
+          "float16": "float16", "fp16": "float16"}
 
 # model_config keys that clemcore 3.7.2's backends read or its packaged model_registry.json uses: entries in
 # clemcore's format carry them, so they are accepted (playprm ignores them)
@@ -123,6 +128,8 @@ def spec_from_entry(entry: dict, source: str, base_dir: Path | None = None) -> P
             raise UsageError(f"{where}: model_config.{key} must be {kind.__name__}, "
                              f"not {type(config[key]).__name__} ({config[key]!r})")
     _check_config_keys(config, where, strict=backend == "playprm")
+    if "dtype" in config and config["dtype"] not in DTYPES:
+        raise UsageError(f"{where}: model_config.dtype must be one of {', '.join(DTYPES)}, not {config['dtype']!r}")
     engine = BACKENDS[backend] or config.get("engine", "hf")
     if engine not in ("hf", "vllm", "openai"):
         raise UsageError(f"{where}: model_config.engine must be hf, vllm or openai, not {engine!r}")
@@ -145,6 +152,7 @@ def spec_from_entry(entry: dict, source: str, base_dir: Path | None = None) -> P
         base_url=config.get("base_url"),
         api_key_env=config.get("api_key_env"),
         tensor_parallel_size=int(config.get("tensor_parallel_size", 1)),
+        dtype=DTYPES[config["dtype"]] if "dtype" in config else None,
         lookup_source=source,
         registry_entry={k: v for k, v in entry.items() if k != "lookup_source"},
     )
