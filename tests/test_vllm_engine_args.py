@@ -3,10 +3,12 @@ the registry's ``dtype`` key, the CPU-only engine arguments, the LoRA rank slot,
 
 from __future__ import annotations
 
+import importlib.util
 import json
 
 import pytest
 
+from playprm.cli import main
 from playprm.config import EvalConfig
 from playprm.errors import UsageError
 from playprm.games.builtin.scripted import RandomValidPolicy
@@ -95,3 +97,16 @@ def test_backends_that_do_not_say_leave_cached_tokens_out_of_cost_json(tmp_path)
     for path in run_dir.rglob("cost.json"):
         cost = json.loads(path.read_text())
         assert "cached_tokens" not in cost and all("cached_tokens" not in t for t in cost["turns"])
+
+
+@pytest.mark.parametrize("command", [["eval"], ["collect", "--samples-per-instance", "2"]])
+def test_a_vllm_entry_without_vllm_installed_fails_with_one_line_before_any_run_folder(tmp_path, monkeypatch,
+                                                                                        capsys, command):
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vLLM is installed in this venv")
+    (tmp_path / "model_registry.json").write_text(json.dumps([entry(dtype="float32")]))
+    monkeypatch.chdir(tmp_path)
+    code = main([*command, "--policy-model", "m", "--game", "wordle", "--limit", "1", "--results-dir", "out"])
+    error = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in error and "scripts/make_vllm_venv.sh" in error
+    assert not (tmp_path / "out").exists()

