@@ -18,7 +18,6 @@ from playprm.errors import UsageError
 from playprm.models import replies
 from playprm.models.base import Candidate, PolicySpec, refuse_prefixes
 
-
 MISSING = ("the vllm backend needs vLLM, which runs in a venv of its own: build it with scripts/make_vllm_venv.sh "
            "and run .venv-vllm/bin/playprm (docs/inference.md), or use the transformers backend")
 
