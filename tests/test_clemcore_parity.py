@@ -33,22 +33,24 @@ MAX_TOKENS = 12
 NEAR_TIE = 1e-3  # logit gap below which float noise of another padding may flip a greedy choice
 
 
-def workspace(root: Path, policy: Path) -> Path:
-    """A folder both CLIs run in: copies of the built-in games cut to ``INSTANCES`` per experiment (registered
-    in game_registry.json, so they shadow the built-ins for both) and a clemcore model entry."""
+def workspace(root: Path, policy: Path, *, games_played=GAMES, instances: int = INSTANCES,
+              entry: dict | None = None) -> Path:
+    """A folder both CLIs run in: copies of the built-in games cut to ``instances`` per experiment (registered
+    in game_registry.json, so they shadow the built-ins for both) and a clemcore model entry (``entry``, or
+    ``policy`` as the entry "parity")."""
     games = root / "games"
-    for name in GAMES:
+    for name in games_played:
         shutil.copytree(builtin_games_dir() / name, games / name, ignore=shutil.ignore_patterns("__pycache__"))
-        instances = games / name / "in" / "instances.json"
-        data = json.loads(instances.read_text())
+        instances_file = games / name / "in" / "instances.json"
+        data = json.loads(instances_file.read_text())
         for experiment in data["experiments"]:
-            experiment["game_instances"] = experiment["game_instances"][:INSTANCES]
-        instances.write_text(json.dumps(data))
+            experiment["game_instances"] = experiment["game_instances"][:instances]
+        instances_file.write_text(json.dumps(data))
     (root / "game_registry.json").write_text(json.dumps([{"benchmark_path": str(games)}]))
     # clemcore 3.7.2 cannot parse the tiny template's {% generation %} with chat_template_kwargs: none here
-    entry = {"model_name": "parity", "backend": "huggingface_local", "huggingface_id": str(policy),
-             "model_config": {"premade_chat_template": True, "eos_to_cull": "<\\|im_end\\|>",
-                              "padding_side": "left"}}
+    entry = entry or {"model_name": "parity", "backend": "huggingface_local", "huggingface_id": str(policy),
+                      "model_config": {"premade_chat_template": True, "eos_to_cull": "<\\|im_end\\|>",
+                                       "padding_side": "left"}}
     (root / "model_registry.json").write_text(json.dumps([entry]))
     return root
 
@@ -77,23 +79,53 @@ def episode_scores(episode: Path) -> dict:
     return {k: "nan" if isinstance(v, float) and math.isnan(v) else v for k, v in scores.items()}
 
 
-def smallest_top2_gap(policy: Path, prompt: str) -> float:
-    """The smallest gap between the two best next-token logits along the unpadded greedy reply to ``prompt``."""
+def smallest_top2_gap(policy: Path, prompt: str, *, adapter: Path | None = None,
+                      max_tokens: int = MAX_TOKENS) -> float:
+    """The smallest gap between the two best next-token logits along the unpadded greedy reply to ``prompt``
+    (of ``policy`` with its LoRA ``adapter`` when given)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(policy)
     model = AutoModelForCausalLM.from_pretrained(policy).eval()
+    if adapter is not None:
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, str(adapter)).eval()
     while prompt.startswith(tokenizer.pad_token):  # clemcore's recorded prompt keeps its left padding
         prompt = prompt[len(tokenizer.pad_token):]
     ids = tokenizer(prompt, add_special_tokens=False, return_tensors="pt").input_ids
     gaps = []
     with torch.no_grad():
-        for _ in range(MAX_TOKENS):
+        for _ in range(max_tokens):
             top = model(ids).logits[0, -1].float().topk(2)
             gaps.append(float(top.values[0] - top.values[1]))
             ids = torch.cat([ids, top.indices[:1][None]], dim=1)
     return min(gaps)
+
+
+def compare_episodes(theirs: dict[str, Path], ours: dict[str, Path], gap) -> tuple[int, list[str]]:
+    """(equal episodes, keys of numeric flips) of clem run's ``theirs`` against playprm's ``ours``.
+
+    An episode is equal when every event and its scores are; otherwise the first difference must be a reply to
+    the same history whose greedy choice was a near-tie: ``gap(prompt)`` (the smallest top-2 logit gap along
+    the reply clemcore's backend rendered the prompt for) below ``NEAR_TIE``. Anything else fails.
+    """
+    assert sorted(theirs) == sorted(ours)
+    equal, flips = 0, []
+    for key in sorted(ours):
+        a, b = events(theirs[key]), events(ours[key])
+        k = first_difference(a, b)
+        if k is None:
+            assert episode_scores(theirs[key]) == episode_scores(ours[key]), key
+            equal += 1
+            continue
+        # only a reply can differ first, to the same history; and only by a near-tie of the greedy choice
+        assert a[k][3]["type"] == b[k][3]["type"] == "get message" and a[k][:3] == b[k][:3], (key, a[k], b[k])
+        smallest = gap(clem_prompt(theirs[key], a[k]))
+        assert smallest < NEAR_TIE, f"{key}: {a[k][3]['content']!r} != {b[k][3]['content']!r} with no near-tie ({smallest})"
+        flips.append(key)
+    return equal, flips
 
 
 def first_difference(a: list[tuple], b: list[tuple]) -> int | None:
@@ -120,21 +152,8 @@ def test_greedy_play_is_clemcores_play_on_every_builtin_game(tiny_models, tmp_pa
     assert main(["eval", "--policy-model", "parity", "--mode", "greedy", "--game-all", "--limit", str(INSTANCES),
                  "--max-tokens", str(MAX_TOKENS), "--results-dir", "playprm"]) == 0
     theirs, ours = episodes(root / "clem"), episodes(root / "playprm")
-    assert sorted(theirs) == sorted(ours)
     assert {key.split("/")[0] for key in ours} == set(GAMES)
-    equal, flips = 0, []
-    for key in sorted(ours):
-        a, b = events(theirs[key]), events(ours[key])
-        k = first_difference(a, b)
-        if k is None:
-            assert episode_scores(theirs[key]) == episode_scores(ours[key]), key
-            equal += 1
-            continue
-        # only a reply can differ first, to the same history; and only by a near-tie of the greedy choice
-        assert a[k][3]["type"] == b[k][3]["type"] == "get message" and a[k][:3] == b[k][:3], (key, a[k], b[k])
-        gap = smallest_top2_gap(tiny_models["policy"], clem_prompt(theirs[key], a[k]))
-        assert gap < NEAR_TIE, f"{key}: {a[k][3]['content']!r} != {b[k][3]['content']!r} with no near-tie ({gap})"
-        flips.append(key)
+    equal, flips = compare_episodes(theirs, ours, lambda prompt: smallest_top2_gap(tiny_models["policy"], prompt))
     with capsys.disabled():
         print(f"\nclemcore parity ({tiny_models['policy'].parent.name}): {len(ours)} episodes compared, "
               f"{equal} equal, {len(flips)} numeric flips {flips}")
