@@ -92,10 +92,11 @@ def sft_greedy(arena, sft_run) -> Path:
 
 
 @pytest.fixture(scope="module")
-def prm_run(arena, smollm2) -> Path:
-    """train-prm on the SmolLM2 backbone (LoRA, the card's defaults) on the teacher's outcome labels."""
+def prm_run(arena, smollm2_gguf) -> Path:
+    """train-prm on the SmolLM2 backbone (LoRA, the card's defaults) on the teacher's outcome labels, from the
+    .gguf file: the run writes it as its base-model/ folder first."""
     out = arena / "prm"
-    assert main(["train-prm", "--model", str(smollm2), "--data", str(arena / "prm-data"), "--output-dir", str(out),
+    assert main(["train-prm", "--model", str(smollm2_gguf), "--data", str(arena / "prm-data"), "--output-dir", str(out),
                  "--max-steps", "2", "--per-device-train-batch-size", "1", "--effective-batch-size", "1",
                  "--per-device-eval-batch-size", "4", "--learning-rate", "1e-3", "--warmup-steps", "0",
                  "--eval-steps", "2", "--save-steps", "2", "--logging-steps", "1", "--max-length", "512",
@@ -188,10 +189,13 @@ def smol_prm(prm_run):
     return PRMScorer.from_path(str(prm_run))
 
 
-def test_train_prm_on_the_smollm2_backbone_trains_and_scores(prm_run, smol_prm, smollm2):
+def test_train_prm_from_the_gguf_file_trains_and_scores(prm_run, smol_prm, smollm2):
     metrics = json.loads((prm_run / "metrics.json").read_text())
     assert metrics["global_step"] == 2 and metrics["validation_records"] > 0
-    assert json.loads((prm_run / "prm_config.json").read_text())["base_model"] == str(smollm2.resolve())
+    # the adapter's base is the folder the run imported, the same weights as the fixture's folder
+    base = prm_run / "base-model"
+    assert json.loads((prm_run / "prm_config.json").read_text())["base_model"] == str(base.resolve())
+    assert (base / "model.safetensors").stat().st_size == (smollm2 / "model.safetensors").stat().st_size
     scorer = smol_prm
     context = [{"role": "user", "content": "Let's play Taboo. Guess the secret word. Reply with GUESS: <word>."}]
     [scores] = scorer.score([context], [["GUESS: apple", "I do not know."]])
