@@ -61,9 +61,11 @@ def require_package() -> None:
 
 
 def torch_dtype(name: str):
+    """The torch dtype of ``fp32`` / ``bf16`` (``--dtype``) or of a registry entry's ``model_config.dtype``."""
     import torch
 
-    return {"fp32": torch.float32, "bf16": torch.bfloat16}[name]
+    return {"fp32": torch.float32, "float32": torch.float32, "bf16": torch.bfloat16, "bfloat16": torch.bfloat16,
+            "fp16": torch.float16, "float16": torch.float16}[name]
 
 
 def load(path: str | os.PathLike, *, dtype: str = "fp32"):

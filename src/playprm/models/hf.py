@@ -54,7 +54,8 @@ def load_causal_lm(spec: PolicySpec, *, device: str | None = None):
         kwargs["dtype"] = spec.dtype
     choose_cpu_threads()
     if gguf.is_gguf_path(spec.model_id):  # de-quantised in memory (bf16 on CUDA, as a folder would load)
-        model, tokenizer = gguf.load(spec.model_id, dtype="bf16" if cuda else "fp32")
+        dtype = spec.dtype if spec.dtype not in (None, "auto") else "bf16" if cuda else "fp32"
+        model, tokenizer = gguf.load(spec.model_id, dtype=dtype)
         if cuda:
             model.to(device)
     else:
