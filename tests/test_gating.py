@@ -56,6 +56,8 @@ def test_a_gated_run_guides_the_chosen_game_plays_the_other_greedy_and_says_why(
     meta = json.loads((run_dir / "playprm_run.json").read_text())
     assert meta["gate"]["referencegame"].startswith("guided: ") and meta["gate"]["taboo"].startswith("greedy: ")
     assert meta["fingerprint"]["guided_games"] == ["referencegame"]
+    # every game's clemgame.json tags, so that report splits clemscore / statscore without --games-dir
+    assert set(meta["game_benchmarks"]) == {"referencegame", "taboo"}
     modes = {}
     for path in run_dir.rglob("candidates.jsonl"):
         game = path.relative_to(run_dir).parts[0]
