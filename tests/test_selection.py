@@ -135,9 +135,15 @@ class RepromptingGame(DialogueGameMaster):
             return
         self.refusals += 1
         if self.refusals >= 3:
+            self.aborted = True
             self.state.abort()
             return
         self.set_context_for(player, "That word is not allowed. Try again.")
+
+    def _on_after_game(self):  # the flags clemcore's scorer reads when the episode is written
+        self.log_key("Aborted", int(getattr(self, "aborted", False)))
+        self.log_key("Success", int(self.accepted))
+        self.log_key("Lose", 0)
 
     def _should_pass_turn(self):
         return self.accepted
@@ -271,3 +277,26 @@ def test_the_cards_selection_keeps_the_fingerprint_and_folder_of_runs_made_befor
     anchored, weighted = config(selection="anchored", switch_margin=0.05), config(selection="weighted")
     assert anchored.mode_tag() == "t0.7-bon4-logprob-anchored0.05" and weighted.mode_tag() == "t0.7-bon4-logprob-weighted"
     assert anchored.decoding()["switch_margin"] == 0.05 and weighted.decoding()["selection"] == "weighted"
+
+
+def test_the_turn_account_shows_the_guard_keeping_a_refused_reply_out_and_greedy_repeating_it(tmp_path):
+    from playprm.report.guided_turns import guided_turns
+
+    policy = ListPolicy("wrong", ["wrong", "right", "wrong", "wrong"])
+    scorer = TableScorer({"wrong": 0.9, "right": 0.1})
+    guided = play_reprompting(tmp_path / "guided" / "m" / "reprompt" / "e", policy, scorer,
+                              settings(selection="anchored", switch_margin=0.0))
+    guided.write()
+    task = EpisodeTask(game="reprompt", benchmark=RepromptingBenchmark(), experiment={"name": "e"},
+                       instance={"game_id": 0, "allowed": ["right"]},
+                       episode_dir=tmp_path / "greedy" / "m" / "reprompt" / "e" / "instance_00000")
+    plain = Episode.start(task, "scripted", "scripted--scripted", {})
+    choose = turn_player("greedy", ListPolicy("wrong", []), None, settings(), guide_filter(None), temperature=0.0)
+    while not plain.done:
+        choose([plain])
+    plain.write()
+    (guard,) = guided_turns(tmp_path / "guided").values()
+    (repeat,) = guided_turns(tmp_path / "greedy").values()
+    assert (guard.reprompts, guard.repeats, guard.aborted) == (1, 0, 0)  # refused once, never replayed
+    assert (guard.logged_rejected, guard.chosen_rejected, guard.switched) == (1, 0, 1)
+    assert (repeat.repeats, repeat.aborted_after_repeat) == (2, 1)  # greedy replays it until the game aborts
