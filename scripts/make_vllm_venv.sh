@@ -24,8 +24,11 @@ PYTHON="${PYTHON:-python3}"
 
 pip() {
     # this machine's pip config names index folders that do not exist: pip warns per package, the noise goes
-    "$DIR/bin/python" -m pip "$@" 2>&1 | grep -v "is ignored: it is neither a file nor a directory"
-    return "${PIPESTATUS[0]}"
+    local status=0
+    "$DIR/bin/python" -m pip "$@" > "$DIR/playprm-pip.log" 2>&1 || status=$?
+    grep -v "is ignored: it is neither a file nor a directory" "$DIR/playprm-pip.log" || true
+    rm -f "$DIR/playprm-pip.log"
+    return "$status"
 }
 
 good() {
