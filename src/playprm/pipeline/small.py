@@ -193,17 +193,10 @@ class SmallPreset:
                                      "--results-dir", w(f"results/{ROUND2_ROW}")]),
         ]
 
-    def done_markers(self) -> dict[str, str]:
-        """stage -> the file, relative to the work directory, whose presence means it finished (eval, collect
-        and the rest resume on their own)."""
-        markers = {f"instances {split} {game}": f"{folder}/{game}/in/instances.json"
-                   for game, _, _ in self.games
-                   for split, folder in (("train", TRAIN), ("held-out", HELD_OUT), ("validation", VALIDATION))}
-        return {**markers, "make-tiny": "base/prm/prm_config.json", "sft-data": "sft-data/README.md",
-                "train-sft": "sft-policy/model_registry.json", "prm-data": "prm-data/README.md",
-                "train-prm": "prm/prm_config.json", "validation report": "validation/paired.json",
-                "round 2 sft-data": "round2/sft-data/README.md",
-                "round 2 train-sft": "round2/sft-policy/model_registry.json"}
+    def grid(self) -> list[GridRow]:
+        """Every row the summary may find under ``results/``, in table order: base greedy, the evaluation grid,
+        and round 2's greedy row (present only after ``--rounds 2``)."""
+        return [GridRow("base-greedy", policy="base"), *self.rows(), GridRow(ROUND2_ROW, policy="round2")]
 
 
 def _best_of(n: int, scorer: str, selection: str, prm: str, gate: str, *, policy: str = "sft", prefix: str = "sft",
