@@ -14,7 +14,7 @@ from playprm.config import EvalConfig
 from playprm.games.builtin.scripted import RandomValidPolicy
 from playprm.models.registry import resolve_policy
 from playprm.play import run_eval
-from playprm.report.run_metadata import RUN_METADATA_FILE
+from playprm.results.layout import RUN_METADATA_FILE
 from playprm.search.scorers import WordleOracleScorer
 
 RUN = "random-valid-t0.0--random-valid-t0.0"

@@ -71,7 +71,7 @@ def run_eval(cfg: EvalConfig, *, policy=None, scorer=None, progress: bool = True
     from playprm import runner
     from playprm.models import load_policy
     from playprm.models.registry import resolve_policy
-    from playprm.report.run_metadata import instance_digests, policy_fingerprint
+    from playprm.results.run_record import instance_digests, policy_fingerprint
 
     cfg.validate()
     entries, instances = prepare_games(cfg.games, cfg.game_all, cfg.games_dir, cfg.limit)

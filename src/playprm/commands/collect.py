@@ -63,8 +63,8 @@ def run_collect(policy_model: str, games, game_all, games_dir, limit, results_di
     from playprm.models import load_policy
     from playprm.models.registry import resolve_policy
     from playprm.play import prepare_games
-    from playprm.report.run_metadata import instance_digests, policy_fingerprint
     from playprm.results.layout import sample_folder
+    from playprm.results.run_record import instance_digests, policy_fingerprint
 
     validate(settings, limit)
     if not games and not game_all:
