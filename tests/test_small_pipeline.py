@@ -31,7 +31,7 @@ def test_the_noise_free_expert_wins_every_reference_game_and_the_noisy_one_about
 
 
 def test_expert_samples_of_one_context_differ_and_repeat_with_the_seed():
-    from playprm.models.programmatic import ExpertPolicy
+    from playprm.games.builtin.expert import ExpertPolicy
 
     context = [{"role": "user", "content": "Let's play Wordle. Make your first guess."}]
     policy = ExpertPolicy("programmatic:expert-eps0.5")
@@ -43,8 +43,8 @@ def test_expert_samples_of_one_context_differ_and_repeat_with_the_seed():
 
 
 def test_every_wordle_move_of_the_noisy_expert_fits_the_feedback_so_far():
+    from playprm.games.builtin.expert import ExpertPolicy
     from playprm.games.builtin.wordle import rules
-    from playprm.models.programmatic import ExpertPolicy
 
     history = [("crane", rules.feedback("crane", "plant"))]
     context = [{"role": "user", "content": "Let's play Wordle. Make your first guess."}]
@@ -186,7 +186,7 @@ def test_rounds_2_retrains_the_policy_on_its_own_prm_guided_wins_and_evaluates_i
 
 
 def test_the_expert_guesser_shows_its_work_and_the_game_reads_only_the_answer(tmp_path):
-    from playprm.models.programmatic import ExpertPolicy
+    from playprm.games.builtin.expert import ExpertPolicy
 
     run, _ = run_eval(EvalConfig(policy_model="programmatic:expert-eps0", games=["referencegame"], limit=4,
                                  results_dir=tmp_path), progress=False)

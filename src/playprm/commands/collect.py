@@ -60,9 +60,9 @@ def run_collect(policy_model: str, games, game_all, games_dir, limit, results_di
                 policy=None, progress: bool = True):
     from playprm import runner
     from playprm.collect import collect
-    from playprm.models import load_policy
     from playprm.models.registry import resolve_policy
     from playprm.play import prepare_games
+    from playprm.players import load_policy
     from playprm.results.layout import sample_folder
     from playprm.results.run_record import instance_digests, policy_fingerprint
 

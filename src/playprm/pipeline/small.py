@@ -16,7 +16,7 @@ is not in the default mix. Taboo's 24 card words cannot be held out; it stays in
 What makes a model trained from scratch learn the game in minutes (each measured, BENCHMARKS.md): the describer
 sees the target grid first (clembench's layout), the tokenizer is trained on the teacher's texts (``make-tiny
 --tokenizer-data``: a grid row is one token, a sequence ~70 tokens), and the teacher's guesser shows its work
-(``models.programmatic``). The base model is therefore built after ``sft-data``.
+(``games.builtin.expert``). The base model is therefore built after ``sft-data``.
 
 Architecture: Qwen3 (4 layers, hidden 128) rather than the card's Qwen3.5 layout, for CPU time: Qwen3.5's
 gated delta-net runs reference PyTorch kernels on CPU, 2.2x the time of a same-size Qwen3 for generation and PRM
