@@ -14,8 +14,11 @@ from playprm.games.builtin.expert import ExpertScorer
 from playprm.models.base import Policy, PolicySpec
 from playprm.search.scorers import LogprobScorer
 
-# --scorer name -> the scorer that ranks best-of-n candidates without a PRM
+# --scorer name -> what ranks best-of-n candidates without a PRM: the policy's own mean token log-probability
+# (the no-PRM baseline); the programmatic expert's judgement of the player's context (an upper bound that sees
+# no hidden game state)
 SCORER_CLASSES = {"logprob": LogprobScorer, "expert": ExpertScorer}
+SCORERS = ("prm", *SCORER_CLASSES)  # every --scorer: the trained PRM (--prm-path) first, the eval default
 
 
 def load_policy(spec: PolicySpec) -> Policy:
