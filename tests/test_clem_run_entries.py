@@ -1,7 +1,7 @@
 """Every model_registry.json entry playprm writes plays under clemcore 3.7.2's own ``clem run`` as written.
 
 train-sft writes the entries (an adapter over its base, or with ``--full-weights`` the saved model); the pipeline
-presets copy train-sft's entry into their work directory unchanged (``pipeline._register_trained_policy``), and
+presets copy train-sft's entry into their work directory unchanged (``pipeline.stages._register_trained_policy``), and
 ``playprm register`` writes the ``playprm``-backend entry (played under ``clem run`` in test_model_card.py).
 make-tiny writes none. clemcore reads ``premade_chat_template`` and ``eos_to_cull`` unconditionally and asks
 bitsandbytes for a quantization config whenever ``load_in_4bit`` is present, even false: on a machine without

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 from test_names import eval_argv, wordle_copy
+from wordle_oracle import WordleOracleScorer
 
 from playprm.cli import main
 from playprm.config import EvalConfig
 from playprm.games.builtin.scripted import RandomValidPolicy
 from playprm.models.registry import resolve_policy
 from playprm.play import run_eval
-from playprm.report.run_metadata import RUN_METADATA_FILE
-from playprm.search.scorers import WordleOracleScorer
+from playprm.results.layout import RUN_METADATA_FILE
 
 RUN = "random-valid-t0.0--random-valid-t0.0"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from wordle_oracle import WordleOracleScorer
 
 from playprm import runner
 from playprm.episode import Episode, EpisodeTask
@@ -12,7 +13,6 @@ from playprm.games.builtin.scripted import RandomValidPolicy
 from playprm.play import guide_filter, turn_player
 from playprm.search import beam_search, dvts
 from playprm.search.base import SearchSettings, aggregate, argmax
-from playprm.search.scorers import WordleOracleScorer
 
 
 @pytest.fixture(scope="module")

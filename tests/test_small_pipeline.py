@@ -31,7 +31,7 @@ def test_the_noise_free_expert_wins_every_reference_game_and_the_noisy_one_about
 
 
 def test_expert_samples_of_one_context_differ_and_repeat_with_the_seed():
-    from playprm.models.programmatic import ExpertPolicy
+    from playprm.games.builtin.expert import ExpertPolicy
 
     context = [{"role": "user", "content": "Let's play Wordle. Make your first guess."}]
     policy = ExpertPolicy("programmatic:expert-eps0.5")
@@ -43,8 +43,8 @@ def test_expert_samples_of_one_context_differ_and_repeat_with_the_seed():
 
 
 def test_every_wordle_move_of_the_noisy_expert_fits_the_feedback_so_far():
+    from playprm.games.builtin.expert import ExpertPolicy
     from playprm.games.builtin.wordle import rules
-    from playprm.models.programmatic import ExpertPolicy
 
     history = [("crane", rules.feedback("crane", "plant"))]
     context = [{"role": "user", "content": "Let's play Wordle. Make your first guess."}]
@@ -130,15 +130,16 @@ def test_full_weight_sft_trains_every_weight_and_registers_the_saved_model(card_
 
 
 def test_the_small_preset_runs_every_stage_and_writes_results(tmp_path, monkeypatch, capsys):
-    from playprm import small_preset
-    from playprm.commands.pipeline import run_steps
+    from playprm.cli import build_parser
+    from playprm.pipeline import small
+    from playprm.pipeline.stages import run_steps
 
     monkeypatch.chdir(tmp_path)
     workdir = tmp_path / "work"
-    preset = small_preset.SmallPreset(games=(("referencegame", 3, 2),), layers=1, hidden=32, sft_steps=2,
+    preset = small.SmallPreset(games=(("referencegame", 3, 2),), layers=1, hidden=32, sft_steps=2,
                                       sft_batch=2, rollout_instances=1, prm_steps=2, prm_batch=2, max_tokens=8,
                                       ns=(2,), oracle_ns=(2,), validation_instances=1)
-    assert run_steps(workdir, preset.steps(workdir), preset.done_markers(), done="done") == 0
+    assert run_steps(workdir, preset.steps(workdir), parser=build_parser(), done="done") == 0
     assert Path.cwd() == tmp_path and not (tmp_path / "model_registry.json").exists()  # nothing outside workdir
     assert f"playprm eval --policy-model {workdir / 'sft-policy'}" in capsys.readouterr().out  # runnable by hand
     tmp_path = workdir
@@ -165,27 +166,27 @@ def test_the_small_preset_runs_every_stage_and_writes_results(tmp_path, monkeypa
 
 
 def test_rounds_2_retrains_the_policy_on_its_own_prm_guided_wins_and_evaluates_it_held_out(tmp_path):
-    from playprm import small_preset
+    from playprm.pipeline import small
 
     work = tmp_path / "w"
-    one = dict(small_preset.SmallPreset(seed=3).steps(work))
-    two = small_preset.SmallPreset(seed=3, rounds=2).steps(work)
+    one = dict(small.SmallPreset(seed=3).steps(work))
+    two = small.SmallPreset(seed=3, rounds=2).steps(work)
     added = [(stage, argv) for stage, argv in two if stage not in one]
     assert [stage for stage, _ in added] == ["round 2 search", "round 2 sft-data", "round 2 train-sft",
-                                             f"eval {small_preset.ROUND2_ROW}"]
+                                             f"eval {small.ROUND2_ROW}"]
     assert two[-1][0] == "summarize"  # after every row, the round-2 one included
     (_, search), (_, data), (_, train), (_, evaluate) = added
     flag = lambda argv, name: argv[argv.index(name) + 1]  # noqa: E731
     assert flag(search, "--mode") == "best-of-n" and flag(search, "--prm-path") == str(work / "prm")
-    assert flag(search, "--games-dir") == str(work / small_preset.TRAIN)  # searched on training instances only
+    assert flag(search, "--games-dir") == str(work / small.TRAIN)  # searched on training instances only
     assert flag(data, "--results-dir") == flag(search, "--results-dir")
     assert flag(train, "--model") == str(work / "sft-policy") and flag(train, "--data") == flag(data, "--out")
     assert flag(evaluate, "--policy-model") == flag(train, "--output-dir")
-    assert flag(evaluate, "--games-dir") == str(work / small_preset.HELD_OUT) and "--mode" not in evaluate
+    assert flag(evaluate, "--games-dir") == str(work / small.HELD_OUT) and "--mode" not in evaluate
 
 
 def test_the_expert_guesser_shows_its_work_and_the_game_reads_only_the_answer(tmp_path):
-    from playprm.models.programmatic import ExpertPolicy
+    from playprm.games.builtin.expert import ExpertPolicy
 
     run, _ = run_eval(EvalConfig(policy_model="programmatic:expert-eps0", games=["referencegame"], limit=4,
                                  results_dir=tmp_path), progress=False)

@@ -8,15 +8,13 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from playprm.errors import UsageError
+from playprm.players import SCORERS
 from playprm.search.base import AGGREGATES, SearchSettings
 from playprm.search.modes import MODES as DECODING_MODES
 from playprm.search.modes import DecodingMode
 from playprm.search.selection import SELECTIONS
 
 MODES = tuple(DECODING_MODES)
-# what ranks best-of-n candidates: the PRM; the policy's own mean token log-probability (the no-PRM baseline);
-# the programmatic expert's judgement of the player's context (an upper bound that sees no hidden game state)
-SCORERS = ("prm", "logprob", "expert")
 
 
 def parse_switch_margin(text: str | float | None) -> float | str | None:

@@ -29,6 +29,7 @@ from clemcore.clemgame.recorder import EventCallRecorder, GameInteractionsRecord
 
 from playprm import atomic
 from playprm.models.base import printable
+from playprm.models.replies import repeats
 from playprm.redact import redact
 from playprm.results.layout import (
     CANDIDATES_FILE,
@@ -41,7 +42,6 @@ from playprm.results.layout import (
     requests_file,
 )
 from playprm.results.staging import publish, staging_folder
-from playprm.search.selection import repeats
 
 logger = logging.getLogger(__name__)
 

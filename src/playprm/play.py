@@ -76,10 +76,10 @@ def turn_player(mode: str, policy, scorer, settings: SearchSettings, is_guided, 
 def run_eval(cfg: EvalConfig, *, policy=None, scorer=None, progress: bool = True):
     """Validate everything, then load models and play; returns (run_dir, RunSummary)."""
     from playprm import runner
-    from playprm.models import load_policy
     from playprm.models.registry import resolve_policy
     from playprm.models.vllm_policy import check_installed
-    from playprm.report.run_metadata import instance_digests, policy_fingerprint
+    from playprm.players import load_policy
+    from playprm.results.run_record import instance_digests, policy_fingerprint
 
     cfg.validate()
     entries, instances = prepare_games(cfg.games, cfg.game_all, cfg.games_dir, cfg.limit)
@@ -96,7 +96,7 @@ def run_eval(cfg: EvalConfig, *, policy=None, scorer=None, progress: bool = True
         if policy is None:
             policy = load_policy(spec)
         if scorer is None and cfg.scorer != "prm":
-            from playprm.search.scorers import SCORER_CLASSES
+            from playprm.players import SCORER_CLASSES
 
             scorer = SCORER_CLASSES[cfg.scorer]()
         if scorer is None and cfg.decoding_mode.guided:

@@ -22,7 +22,6 @@ from pathlib import Path
 from playprm import __version__, atomic, run_lock
 from playprm.episode import Episode, EpisodeTask
 from playprm.names import check_component, check_inside
-from playprm.report.run_metadata import FINGERPRINT, claim_fingerprint
 from playprm.results.layout import (
     ERROR_FILE,
     EXPERIMENT_FILE,
@@ -31,6 +30,7 @@ from playprm.results.layout import (
     instance_folder,
     is_finished,
 )
+from playprm.results.run_record import FINGERPRINT, claim_fingerprint
 from playprm.results.staging import clean_staging
 
 logger = logging.getLogger(__name__)

@@ -60,12 +60,12 @@ def run_collect(policy_model: str, games, game_all, games_dir, limit, results_di
                 policy=None, progress: bool = True):
     from playprm import runner
     from playprm.collect import collect
-    from playprm.models import load_policy
     from playprm.models.registry import resolve_policy
     from playprm.models.vllm_policy import check_installed
     from playprm.play import prepare_games
-    from playprm.report.run_metadata import instance_digests, policy_fingerprint
+    from playprm.players import load_policy
     from playprm.results.layout import sample_folder
+    from playprm.results.run_record import instance_digests, policy_fingerprint
 
     validate(settings, limit)
     if not games and not game_all:

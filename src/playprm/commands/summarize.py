@@ -1,4 +1,4 @@
-"""``playprm summarize``: RESULTS.md and results.json of a pipeline work directory (see report.results_doc)."""
+"""``playprm summarize``: RESULTS.md and results.json of a pipeline work directory (see pipeline.summary)."""
 
 from __future__ import annotations
 
@@ -18,16 +18,13 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from playprm.report.results_doc import write_results
-    from playprm.small_preset import PAIRS, ROUND2_ROW, GridRow, SmallPreset
+    from playprm.pipeline.small import SmallPreset
+    from playprm.pipeline.summary import summarize_small
 
     if not (args.workdir / "results").is_dir():
         raise UsageError(f"--workdir {args.workdir} has no results/ folder; run `playprm pipeline --preset small` "
                          "first")
     command = f"playprm pipeline --preset {args.preset} --seed {args.seed} --workdir {args.workdir}"
-    grid = [GridRow("base-greedy", policy="base"), *SmallPreset(seed=args.seed).rows(), GridRow(ROUND2_ROW,
-                                                                                               policy="round2")]
-    paths = write_results(args.workdir, command=command, seed=args.seed, pairs=PAIRS,
-                          grid=[row.as_dict() for row in grid], n_resamples=args.resamples)
+    paths = summarize_small(args.workdir, SmallPreset(seed=args.seed), command=command, n_resamples=args.resamples)
     print("wrote " + ", ".join(map(str, paths)))
     return 0

@@ -1,4 +1,5 @@
-"""Policy backends behind one interface (``models.base.Policy``) and the registry that resolves them."""
+"""Policy backends behind one interface (``models.base.Policy``) and the registry that resolves them; the
+scripted players of the built-in games load beside them in ``playprm.players``."""
 
 from __future__ import annotations
 
@@ -29,15 +30,7 @@ def _load(spec: PolicySpec) -> Policy:
         from playprm.models.openai_policy import OpenAIPolicy
 
         return OpenAIPolicy(spec)
-    if spec.backend == "scripted":
-        from playprm.games.builtin.scripted import RandomValidPolicy
-
-        return RandomValidPolicy()
-    if spec.backend == "programmatic":
-        from playprm.models.programmatic import ExpertPolicy
-
-        return ExpertPolicy(spec.model_id)
-    raise ValueError(f"unknown backend {spec.backend!r}")
+    raise ValueError(f"unknown backend {spec.backend!r} (the built-in games' players load in playprm.players)")
 
 
 __all__ = ["Candidate", "Policy", "PolicySpec", "load_policy"]

@@ -7,6 +7,9 @@ text as ``Candidate.raw`` and hands ``reply_rule(spec, tokenizer)(raw)`` to the 
 ``Candidate.text`` — in greedy, best-of-N, beam search, DVTS and lookahead-free beam alike, because all of them
 get their candidates from the policy. Read from clemcore 3.7.2 (``clemcore.backends.huggingface_local_api``,
 ``clemcore.backends.openai_api``); the registry's entries follow the same clemcore version range.
+
+``move`` and ``repeats`` say when two replies are the same move: the episode logs candidates that repeat a reply
+the game rejected, and best-of-n's selection skips them.
 """
 
 from __future__ import annotations
@@ -102,3 +105,16 @@ def finish(outputs: list[list[Candidate]], rule: ReplyRule) -> list[list[Candida
             candidate.raw = printable(candidate.text if candidate.raw is None else candidate.raw)
             candidate.text = printable(rule(candidate.raw))
     return outputs
+
+
+def move(text: str) -> str:
+    """What makes two replies the same move, for the guard against rejected replies and for pooling: the text
+    without outer spaces."""
+    return text.strip()
+
+
+def repeats(texts: list[str], rejected: list[str] | None) -> list[int]:
+    """Indices of ``texts`` that repeat one of the ``rejected`` replies (the episode logs them; selection
+    skips them)."""
+    refused = {move(text) for text in rejected or ()}
+    return [i for i, text in enumerate(texts) if move(text) in refused]

@@ -10,26 +10,15 @@ turn encodes only what was added since the last one. ``score_naive`` keeps the p
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from playprm import chat, prefix_cache
+from playprm.search.scorers import ScoreStats
 from playprm.transformers_runtime import choose_cpu_threads, select_rows
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class ScoreStats:
-    calls: int = 0
-    context_tokens: int = 0  # tokens actually run through the model for contexts
-    candidate_tokens: int = 0
-
-    @property
-    def tokens(self) -> int:
-        return self.context_tokens + self.candidate_tokens
 
 
 class PRMScorer:

@@ -27,7 +27,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from playprm.errors import UsageError
-from playprm.search.selection import move
+from playprm.models.replies import move
 
 SWITCH_MARGIN_FILE = "switch_margin.json"
 CONFIDENCE = 0.9  # how often, at most, N - 1 not-better alternatives would make anchored best-of-N switch

@@ -32,9 +32,9 @@ from playprm.report.clemscore import (
 )
 from playprm.report.episodes import EpisodeScores, load_episode_scores, validate_results_dirs
 from playprm.report.render import number, score_columns, scored
-from playprm.report.run_metadata import MODE_FIELDS, RUN_METADATA_FILE, is_env_lookahead, read_run_metadata
 from playprm.results import read_json
-from playprm.results.layout import COST_FILE
+from playprm.results.layout import COST_FILE, RUN_METADATA_FILE
+from playprm.results.run_record import MODE_FIELDS, is_env_lookahead, read_run_metadata
 from playprm.tables import markdown_table, text_table
 
 # cost.json field -> comparison column

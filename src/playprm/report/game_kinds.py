@@ -74,8 +74,8 @@ def _registry_kinds(games_dir: Path | None) -> tuple[dict[str, bool], str]:
 
 def _metadata_kinds(episodes: EpisodeScores) -> dict[str, bool]:
     from playprm.games.registry import is_static
-    from playprm.report.run_metadata import read_run_metadata
     from playprm.results.layout import RUN_METADATA_FILE
+    from playprm.results.run_record import read_run_metadata
 
     kinds: dict[str, bool] = {}
     for model_dirs in episodes.model_dirs.values():

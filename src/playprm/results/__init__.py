@@ -4,6 +4,7 @@
   walker every reader uses;
 - ``read``: episodes on disk of both generations as ``EpisodeRecord`` (``iter_episodes``, ``scan_results``);
 - ``staging``: writing a folder beside its place, then renaming it in one step;
+- ``run_record``: a run's ``playprm_run.json`` (its decoding mode and fingerprint) and the claim of a run folder;
 - ``merge``: joining shard results dirs into one.
 """
 

@@ -23,12 +23,12 @@ from pathlib import Path
 
 from playprm.atomic import copy_atomic
 from playprm.errors import UsageError
-from playprm.report.run_metadata import (
+from playprm.results.layout import EPISODE_DEPTH, RUN_METADATA_FILE, result_files
+from playprm.results.run_record import (
     fingerprint_differences,
     read_run_metadata,
     recorded_fingerprint,
 )
-from playprm.results.layout import EPISODE_DEPTH, RUN_METADATA_FILE, result_files
 from playprm.results.staging import clean_staging, publish, staging_folder
 
 

@@ -1,5 +1,5 @@
 """Best-of-N: N candidates per turn, scored with the PRM in one batch, one of them played (or ranked with a
-baseline scorer of ``search.scorers``: the policy's log-probability, the programmatic expert).
+baseline scorer named in ``players.SCORER_CLASSES``: the policy's log-probability, the programmatic expert).
 
 Which one is played is ``settings.selection`` (``search.selection``): the argmax of N samples (the model card's),
 the greedy reply unless a sample beats it by ``settings.switch_margin`` (``anchored``: the greedy reply is

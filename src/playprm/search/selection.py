@@ -13,23 +13,13 @@ while another candidate exists: a PRM that liked a move before the game refused 
 
 from __future__ import annotations
 
+from playprm.models.replies import move, repeats
 from playprm.search.base import argmax
 
 SELECTIONS = ("argmax", "anchored", "weighted")
 SELECTION_HELP = ("argmax: the best-scored of N sampled candidates (the model card's); anchored: the greedy reply "
                   "is a candidate and is replaced only by one that beats its score by more than --switch-margin; "
                   "weighted: candidates with the same reply pool their scores")
-
-
-def move(text: str) -> str:
-    """What makes two replies the same move, for the guard and for pooling: the text without outer spaces."""
-    return text.strip()
-
-
-def repeats(texts: list[str], rejected: list[str] | None) -> list[int]:
-    """Indices of ``texts`` that repeat one of the ``rejected`` replies."""
-    refused = {move(text) for text in rejected or ()}
-    return [i for i, text in enumerate(texts) if move(text) in refused]
 
 
 def select(scores: list[float], texts: list[str], *, selection: str, greedy: int | None = None,

@@ -21,7 +21,8 @@ from playprm.report.clemscore import (
     EPISODES,
     STATSCORE,
 )
-from playprm.report.run_metadata import RUN_METADATA_FILE, is_env_lookahead, read_run_metadata
+from playprm.results.layout import RUN_METADATA_FILE
+from playprm.results.run_record import is_env_lookahead, read_run_metadata
 
 REPORT_FILES = ("compare.csv", "results.csv")
 COLUMNS = {  # row key -> report column

@@ -3,7 +3,7 @@
 ``RandomValidPolicy`` samples random *valid* moves of the built-in games (a wordle guess consistent with all
 feedback so far, a random answer in the reference game, a random card word in taboo, the answer in arithmetic).
 A random-weight tiny model never wins a game, so the tiny pipeline collects its rollouts with this policy to
-have winning trajectories to learn from; the README says so. ``WordleOracleScorer`` is a PRM that knows the target word.
+have winning trajectories to learn from; the README says so.
 """
 
 from __future__ import annotations

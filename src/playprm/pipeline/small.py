@@ -16,7 +16,7 @@ is not in the default mix. Taboo's 24 card words cannot be held out; it stays in
 What makes a model trained from scratch learn the game in minutes (each measured, BENCHMARKS.md): the describer
 sees the target grid first (clembench's layout), the tokenizer is trained on the teacher's texts (``make-tiny
 --tokenizer-data``: a grid row is one token, a sequence ~70 tokens), and the teacher's guesser shows its work
-(``models.programmatic``). The base model is therefore built after ``sft-data``.
+(``games.builtin.expert``). The base model is therefore built after ``sft-data``.
 
 Architecture: Qwen3 (4 layers, hidden 128) rather than the card's Qwen3.5 layout, for CPU time: Qwen3.5's
 gated delta-net runs reference PyTorch kernels on CPU, 2.2x the time of a same-size Qwen3 for generation and PRM
@@ -193,17 +193,10 @@ class SmallPreset:
                                      "--results-dir", w(f"results/{ROUND2_ROW}")]),
         ]
 
-    def done_markers(self) -> dict[str, str]:
-        """stage -> the file, relative to the work directory, whose presence means it finished (eval, collect
-        and the rest resume on their own)."""
-        markers = {f"instances {split} {game}": f"{folder}/{game}/in/instances.json"
-                   for game, _, _ in self.games
-                   for split, folder in (("train", TRAIN), ("held-out", HELD_OUT), ("validation", VALIDATION))}
-        return {**markers, "make-tiny": "base/prm/prm_config.json", "sft-data": "sft-data/README.md",
-                "train-sft": "sft-policy/model_registry.json", "prm-data": "prm-data/README.md",
-                "train-prm": "prm/prm_config.json", "validation report": "validation/paired.json",
-                "round 2 sft-data": "round2/sft-data/README.md",
-                "round 2 train-sft": "round2/sft-policy/model_registry.json"}
+    def grid(self) -> list[GridRow]:
+        """Every row the summary may find under ``results/``, in table order: base greedy, the evaluation grid,
+        and round 2's greedy row (present only after ``--rounds 2``)."""
+        return [GridRow("base-greedy", policy="base"), *self.rows(), GridRow(ROUND2_ROW, policy="round2")]
 
 
 def _best_of(n: int, scorer: str, selection: str, prm: str, gate: str, *, policy: str = "sft", prefix: str = "sft",

@@ -2,7 +2,7 @@
 held-out quality and the time per stage.
 
 Inputs (paths relative to the work directory): ``results/<row>/`` (one eval run each, named as the grid's rows),
-``prm/`` (the trained PRM, its ``metrics.json``), ``stage_seconds.json`` (written by ``playprm pipeline``).
+``prm/`` (the trained PRM, its ``metrics.json``), ``stage_seconds.json`` (written by the stage runner).
 The PRM's held-out AUROC and Brier score are measured here on the turns of the ``sft-sampled`` run (the SFT
 policy's own play on held-out instances, outcome labels), not on the training rollouts' validation split.
 """
@@ -18,13 +18,14 @@ from pathlib import Path
 import pandas as pd
 
 from playprm import atomic
+from playprm.pipeline.small import PAIRS, SmallPreset
+from playprm.pipeline.stages import STAGE_FILE
 from playprm.report.clemscore import AVERAGE_PLAYED, CI_HIGH, CI_LOW, CLEMSCORE, QUALITY, game_names
 
 # best-of-N lines of the plots: (scorer, selection) of the trained policy's ungated rows, and their label
 ROW_KINDS = [(("prm", "argmax"), "PRM, argmax (the card's)"), (("prm", "anchored"), "PRM, greedy-anchored"),
              (("logprob", "argmax"), "policy log-probability"),
              (("expert", "argmax"), "programmatic expert (upper bound)")]
-STAGE_FILE = "stage_seconds.json"
 
 
 def _row_name(label: str) -> str:
@@ -32,7 +33,7 @@ def _row_name(label: str) -> str:
 
 
 def grid_rows(comparison: pd.DataFrame, workdir: Path, grid: dict[str, dict]) -> list[dict]:
-    """One dict per run of ``comparison``, its grid record (``small_preset.GridRow.as_dict``: n, scorer,
+    """One dict per run of ``comparison``, its grid record (``pipeline.small.GridRow.as_dict``: n, scorer,
     selection, policy, gated) read from ``grid`` by the run's folder name, never parsed out of it."""
     from playprm.report.guided_turns import guided_turns
 
@@ -201,6 +202,13 @@ def _kind_rows(rows: list[dict], kind: tuple[str, str]) -> list[dict]:
     # the trained policy's ungated best-of-N rows of one (scorer, selection)
     return [r for r in rows if r.get("policy") == "sft" and not r.get("gated") and r.get("mode") == "best-of-n"
             and (r.get("scorer"), r.get("selection")) == kind]
+
+
+def summarize_small(workdir: Path, preset: SmallPreset, *, command: str, n_resamples: int = 1000) -> tuple[Path, Path]:
+    """RESULTS.md and results.json of a ``--preset small`` work directory: ``preset``'s grid in table order and
+    its paired comparisons, the bootstrap seeded by the preset's seed; returns their paths."""
+    return write_results(workdir, command=command, seed=preset.seed, pairs=PAIRS,
+                         grid=[row.as_dict() for row in preset.grid()], n_resamples=n_resamples)
 
 
 def write_results(workdir: Path, *, command: str, seed: int, pairs: list[tuple[str, str]],

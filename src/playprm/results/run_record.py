@@ -1,5 +1,5 @@
-"""A run's ``<model-pair>/playprm_run.json``: which decoding mode produced the episodes beside it, and the
-run's fingerprint.
+"""The run record, a run's ``<model-pair>/playprm_run.json``: which decoding mode produced the episodes beside
+it, and the run's fingerprint.
 
 Written by the runner, e.g. ``{"mode": "best-of-n", "env_lookahead": false, "n_candidates": 8, ...}``.
 ``env_lookahead: true`` marks searches that saw the game's answers to actions they did not play.

@@ -1,0 +1,215 @@
+"""The programmatic expert of the built-in games: the teacher that stands in for "the base model's winning
+rollouts", and the best-of-n scorer that ranks candidates by agreement with it.
+
+The model card trains on a strong base model's winning episodes; at small scale on a CPU no such model exists,
+so ``programmatic:expert`` plays the built-in games by their rules, from the context alone (what a policy sees):
+
+- wordle: the first allowed word consistent with all feedback so far (the game's own ``mock``
+  strategy);
+- referencegame: the describer names one row that only the target grid has at that place ("the third row is
+  X X ▢ ▢ X"); the guesser first lists that row of each of its grids with whether it is the one named, one line
+  each ("second: X X ▢ ▢ X same"), then answers with the grid that has it (the game reads only the ``ANSWER:``
+  line). Showing the work keeps every step local: a 4-layer model trained from scratch learned to copy a row
+  and compare two within a few hundred steps, but not to match a row against three grids in the one token of
+  a bare answer (measured while building the small preset: chance after 1,000 steps);
+- taboo: the describer gives the target's length and letters (one more per clue), the guesser names the first
+  card word that fits.
+
+It is deliberately imperfect: each move is, with probability ``epsilon``, a random *valid* move instead
+(``programmatic:expert`` uses ``DEFAULT_EPSILON``; ``programmatic:expert-eps0.2`` sets it). At the default it wins
+about two thirds of the reference games (measured on 120 held-out instances; the noise-free expert wins all), so
+positive-only filtering has failures to remove and a PRM trained on its play sees both outcomes. In wordle a
+noisy move is another word that fits the feedback, worded as the expert's: the teacher wins about three quarters
+of its games either way (within six guesses, late: its first guess is always ``aalii``), failures coming from the
+guess limit. Results of this policy are teacher data, and their folders are named ``programmatic-expert-...``
+(its name and ``-eps<E>`` are parsed in ``models.programmatic``, where the model registry reads them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+from functools import lru_cache
+
+from playprm.models.base import Candidate, refuse_prefixes
+from playprm.models.programmatic import PREFIX, parse_selector, spec_for
+from playprm.search.scorers import ScoreStats
+
+
+def _grids(text: str, labels=("First grid", "Second grid", "Third grid")) -> list[list[str]]:
+    """The three grids of a reference-game prompt, each as its five row strings: the guesser's in its order,
+    the describer's (``DESCRIBER_LABELS``) target first."""
+    grids = []
+    for label in labels:
+        match = re.search(re.escape(label) + r":\n((?:[X▢ ]+\n?){5})", text)
+        grids.append([row.strip() for row in match.group(1).strip().split("\n")] if match else [])
+    return grids
+
+
+DESCRIBER_LABELS = ("Target grid", "Distractor grid 1", "Distractor grid 2")
+ROW_WORDS = ("first", "second", "third", "fourth", "fifth")
+_ROW_EXPRESSION = re.compile(r"the (first|second|third|fourth|fifth) row is ((?:[X▢] ?){5})")
+
+
+def row_expression(grid: list[str], row: int) -> str:
+    return f"EXPRESSION: the {ROW_WORDS[row]} row is {grid[row]}"
+
+
+def referencegame_describer(context: list[dict]) -> str:
+    """Name one row of the target grid that neither other grid has at that place (the first such row)."""
+    target, *others = _grids(context[0]["content"], DESCRIBER_LABELS)
+    unique = [r for r in range(len(target)) if all(len(g) > r and g[r] != target[r] for g in others)]
+    return row_expression(target, unique[0] if unique else 0)
+
+
+GUESSER_LABELS = ("first", "second", "third")
+
+
+def _named_rows(context: list[dict]) -> tuple[list[str], str] | None:
+    """The row the expression names in each of the guesser's grids, and the expression's cells; None when the
+    expression names no row."""
+    match = _ROW_EXPRESSION.search(context[-1]["content"])
+    if not match:
+        return None
+    row = ROW_WORDS.index(match.group(1))
+    return [g[row] if len(g) > row else "" for g in _grids(context[0]["content"])], match.group(2).strip()
+
+
+def guesser_reply(rows: list[str], cells: str, label: str) -> str:
+    """The guesser's work (the named row of each of its grids and whether it is the expression's ``cells``, one
+    line each), then its ``ANSWER:`` line; the game reads only the ANSWER line."""
+    work = "".join(f"{lb}: {row} {'same' if row == cells else 'other'}\n" for lb, row in zip(GUESSER_LABELS, rows))
+    return work + f"ANSWER: {label}"
+
+
+def referencegame_guesser(context: list[dict]) -> str:
+    """The first grid whose named row is the one the expression spells out, after listing that row of each grid
+    (``first`` when the expression names no row)."""
+    named = _named_rows(context)
+    if named is None:
+        return "ANSWER: first"
+    rows, cells = named
+    return guesser_reply(rows, cells, next((lb for lb, r in zip(GUESSER_LABELS, rows) if r == cells), "first"))
+
+
+@lru_cache(maxsize=65536)
+def wordle_options(history: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
+    """The allowed words consistent with every (guess, pattern) of ``history``, in list order; filtered one
+    pair at a time from the cached answer for the shorter history (episodes share their first guesses)."""
+    from playprm.games.builtin.wordle import rules
+
+    if not history:
+        return tuple(rules.valid_words())
+    return tuple(rules.consistent_words(history[-1:], wordle_options(history[:-1])))
+
+
+def wordle_reply(word: str) -> str:
+    return f"GUESS: {word}\nEXPLANATION: A word that fits all feedback so far."
+
+
+def wordle_moves(context: list[dict]) -> tuple[str, ...]:
+    """The words a guesser may still play: consistent with all feedback (every allowed word when none is)."""
+    from playprm.games.builtin.scripted import wordle_history
+    from playprm.games.builtin.wordle import rules
+
+    return wordle_options(tuple(wordle_history(context))) or tuple(rules.valid_words())
+
+
+def wordle_guess(context: list[dict]) -> str:
+    """The first allowed word consistent with all feedback so far."""
+    return wordle_reply(wordle_moves(context)[0])
+
+
+def taboo_describer(context: list[dict]) -> str:
+    target = re.search(r"The secret word is: (\w+)", context[0]["content"]).group(1).lower()
+    clues = sum(1 for m in context if m["role"] == "assistant") + 1
+    hints = [f"It has {len(target)} letters and starts with '{target[0]}'.", f"It ends with '{target[-1]}'.",
+             f"Its second letter is '{target[1]}'."]
+    return "CLUE: " + " ".join(hints[:clues])
+
+
+def taboo_guesser(context: list[dict]) -> str:
+    from playprm.games.builtin.scripted import _taboo_words
+
+    text = "\n".join(m["content"] for m in context if m["role"] == "user")
+    guessed = [m["content"].split(":", 1)[-1].strip().lower() for m in context if m["role"] == "assistant"]
+    checks = []
+    if m := re.search(r"has (\d+) letters", text):
+        checks.append(lambda w, n=int(m.group(1)): len(w) == n)
+    for pattern, position in ((r"starts with '(\w)'", 0), (r"ends with '(\w)'", -1),
+                              (r"second letter is '(\w)'", 1)):
+        if m := re.search(pattern, text):
+            checks.append(lambda w, c=m.group(1), i=position: w[i] == c)
+    fitting = [w for w in _taboo_words() if w not in guessed and all(check(w) for check in checks)]
+    return f"GUESS: {fitting[0] if fitting else 'word'}"
+
+
+def expert_move(context: list[dict]) -> str:
+    """The expert's reply to ``context`` (a policy's view: the player's messages so far)."""
+    from playprm.games.builtin.scripted import valid_moves
+
+    first = context[0]["content"]
+    if "Let's play Wordle" in first:
+        return wordle_guess(context)
+    if "reference game" in first:
+        return referencegame_guesser(context) if "Tell which of your grids" in first \
+            else referencegame_describer(context)
+    if "Let's play Taboo" in first:
+        return taboo_describer(context) if "The secret word is" in first else taboo_guesser(context)
+    return valid_moves(context)[0]
+
+
+def noisy_moves(context: list[dict]) -> list[str]:
+    """Valid moves that are not the expert's: what a noisy step draws from."""
+    from playprm.games.builtin.scripted import valid_moves
+
+    first = context[0]["content"]
+    if "reference game" in first and "Tell which of your grids" not in first:
+        # a describer's slip: another row of the target grid (it may occur in another grid too)
+        target = _grids(first, DESCRIBER_LABELS)[0]
+        return [row_expression(target, r) for r in range(len(target))]
+    if "reference game" in first and (named := _named_rows(context)):
+        # a guesser's slip: the same work, then any answer
+        return [guesser_reply(*named, label) for label in GUESSER_LABELS]
+    if "Let's play Wordle" in first:  # another word that fits the feedback, worded as the expert's
+        return [wordle_reply(w) for w in wordle_moves(context)]
+    return valid_moves(context)
+
+
+class ExpertPolicy:
+    """The ε-noisy expert behind the ``Policy`` interface. Deterministic for a given seed, batch and context
+    (the row index enters the draw, so equal contexts in one batch, e.g. K samples of an instance, differ)."""
+
+    def __init__(self, selector: str = PREFIX):
+        self.spec = spec_for(selector)
+        self.epsilon = parse_selector(selector)
+
+    def generate(self, contexts, *, n=1, temperature=0.0, max_tokens=256, seed=None, prefixes=None):
+        refuse_prefixes(prefixes, "programmatic")
+        out = []
+        for row, context in enumerate(contexts):
+            digest = hashlib.sha256(repr((seed, row, context)).encode("utf-8", "surrogatepass")).digest()
+            rng = random.Random(digest)
+            expert = expert_move(context)
+            options = [m for m in noisy_moves(context) if m != expert]
+            moves = [rng.choice(options) if options and rng.random() < self.epsilon else expert for _ in range(n)]
+            out.append([Candidate(text=m, num_tokens=len(m.split()), logprob=0.0) for m in moves])
+        return out
+
+
+class ExpertScorer:
+    """``--scorer expert``: 1 for the candidate that is the expert's move for the player's context, else 0. It
+    sees only what the player sees, never the game's hidden state, so it is an honest upper bound for the
+    built-in games rather than a look at the game's answers."""
+
+    def __init__(self):
+        self.stats = ScoreStats()
+
+    def score_candidates(self, contexts, candidates: list[list[Candidate]]) -> list[list[float]]:
+        self.stats.calls += 1
+        scores = []
+        for context, group in zip(contexts, candidates):
+            expert = " ".join(expert_move(context).split()).lower()
+            scores.append([1.0 if " ".join(c.text.split()).lower() == expert else 0.0 for c in group])
+        return scores

@@ -1,0 +1,95 @@
+"""The stage runner of the pipeline presets: each stage an ordinary playprm command, printed as a user could run
+it, skipped on a rerun once the file its command writes last exists, its wall time kept in ``stage_seconds.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+
+from playprm import atomic
+from playprm.errors import UsageError
+from playprm.redact import redact
+
+STAGE_FILE = "stage_seconds.json"  # wall seconds per stage, in the work directory (kept across reruns)
+
+# command -> the file, under its --out / --output-dir, that it writes once it has finished; collect and eval
+# resume on their own, so they have none
+DONE_FILES = {
+    "make-tiny": "prm/prm_config.json",
+    "sft-data": "README.md",
+    "train-sft": "model_registry.json",
+    "prm-data": "README.md",
+    "train-prm": "prm_config.json",
+}
+
+
+def done_marker(argv: list[str]) -> Path | None:
+    """The file whose presence means the stage ``argv`` (a playprm command line) finished in an earlier run, or
+    None for a stage that always runs (it resumes on its own, or is cheap)."""
+    flag = lambda name: argv[argv.index(name) + 1] if name in argv else None  # noqa: E731
+    out = flag("--out") or flag("--output-dir")
+    command = argv[0]
+    if out is None:
+        return None
+    if command == "instances":
+        return Path(out) / flag("--game") / "in" / "instances.json"
+    if command == "report":  # a paired comparison (the per-game gate reads it); a plain --compare reruns
+        return Path(out) / "paired.json" if "--paired" in argv else None
+    return Path(out) / DONE_FILES[command] if command in DONE_FILES else None
+
+
+def run_steps(workdir: Path, steps: list[tuple[str, list[str]]], *, parser, done: str) -> int:
+    """Run ``steps`` (stage, argv whose paths lie under ``workdir``) as playprm commands from the current
+    directory, each parsed by ``parser`` (the ``playprm`` parser), printing each as a command a user could run
+    and skipping stages whose done marker exists; wall seconds per stage go to ``stage_seconds.json`` there."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    timings = []
+    stage_file = workdir / STAGE_FILE
+    recorded = json.loads(stage_file.read_text()) if stage_file.is_file() else {}
+    for stage, argv in steps:
+        marker = done_marker(argv)
+        if marker is not None and marker.exists():
+            print(f"\n== {stage}: done earlier ({marker} exists), skipped", flush=True)
+            continue
+        print(f"\n== {stage}: playprm {shlex.join(argv)}", flush=True)
+        start = time.perf_counter()
+        code = run_stage(parser, argv)
+        timings.append((stage, time.perf_counter() - start))
+        recorded[stage] = round(recorded.get(stage, 0.0) + timings[-1][1], 1)
+        atomic.write_json(stage_file, recorded)
+        if code:
+            print(f"pipeline stopped: stage '{stage}' failed (exit {code}); rerun the same command "
+                  f"after fixing it: finished stages are skipped, collect and eval resume")
+            return code
+        if stage == "train-sft":
+            _register_trained_policy(workdir, Path(argv[argv.index("--output-dir") + 1]))
+    print("\n== stage times")
+    for stage, seconds in timings:
+        print(f"  {stage:<18} {seconds:7.1f}s")
+    print(f"  {'total':<18} {sum(s for _, s in timings):7.1f}s")
+    print(f"\n{done}")
+    return 0
+
+
+def run_stage(parser, argv: list[str]) -> int:
+    """One stage: its command function called with ``argv`` parsed as ``playprm`` parses it; exit status 2 and
+    the command's one-line message on a usage error, as on the command line."""
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except UsageError as error:
+        print(f"playprm {args.command}: error: {redact(str(error))}", file=sys.stderr)
+        return 2
+
+
+def _register_trained_policy(workdir: Path, output_dir: Path) -> None:
+    """Copy the entry train-sft wrote into the work directory's model_registry.json, so that a user working
+    there can name the policy (the pipeline's own stages name its folder)."""
+    from playprm.models.registry import read_registry_file, write_registry_entry
+
+    for entry in read_registry_file(output_dir / "model_registry.json"):
+        write_registry_entry(workdir, entry)
