@@ -175,6 +175,7 @@ def test_vllm_reports_the_prompt_tokens_its_prefix_cache_did_not_hold(monkeypatc
     policy = object.__new__(VLLMPolicy)
     policy.spec, policy.llm, policy.tokenizer, policy.lora = PolicySpec("v", "vllm", "m"), Engine(), tokenizer, None
     policy.reply_rule = lambda raw: raw
+    policy.sampling_defaults = {}  # the engine's generation_config defaults (none for this stand-in)
     contexts = _openings(2)
     out = policy.generate(contexts, n=2)
     lengths = [len(chat.prompt_ids(tokenizer, c)) for c in contexts]
