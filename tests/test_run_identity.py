@@ -139,3 +139,14 @@ def test_merge_of_shards_of_one_run_keeps_its_fingerprint(tmp_path, capsys):
     assert len(list(out.glob(f"{RUN}/wordle/*/instance_*"))) == 2
     merged = json.loads((out / RUN / RUN_METADATA_FILE).read_text())["fingerprint"]
     assert merged == json.loads((tmp_path / "s1" / RUN / RUN_METADATA_FILE).read_text())["fingerprint"]
+
+
+def test_the_weights_dtype_is_part_of_the_run_fingerprint_so_fp32_and_bf16_runs_never_share_a_folder():
+    from playprm.models.base import PolicySpec
+    from playprm.results.run_record import fingerprint_differences, policy_fingerprint
+
+    fp32 = policy_fingerprint(PolicySpec("m", "hf", "some/model", dtype="float32"))
+    bf16 = policy_fingerprint(PolicySpec("m", "hf", "some/model", dtype="bfloat16"))
+    unset = policy_fingerprint(PolicySpec("m", "hf", "some/model"))
+    assert fingerprint_differences(fp32, bf16) == ["dtype 'float32' vs 'bfloat16'"]
+    assert "dtype" not in unset  # runs recorded before the key existed keep their fingerprint

@@ -45,9 +45,12 @@ def is_env_lookahead(metadata: dict) -> bool:
 
 def policy_fingerprint(spec) -> dict:
     """The parts of a resolved ``PolicySpec`` that decide which weights answer (a local folder by its full path)."""
-    return {"model": spec.model_id, "adapter": spec.peft_model, "backend": spec.backend,
-            "load_in_4bit": spec.load_in_4bit, "chat_template_kwargs": spec.chat_template_kwargs,
-            "base_url": spec.base_url}
+    fingerprint = {"model": spec.model_id, "adapter": spec.peft_model, "backend": spec.backend,
+                   "load_in_4bit": spec.load_in_4bit, "chat_template_kwargs": spec.chat_template_kwargs,
+                   "base_url": spec.base_url}
+    if getattr(spec, "dtype", None):  # model_config.dtype: fp32 and bf16 weights answer differently
+        fingerprint["dtype"] = str(spec.dtype)
+    return fingerprint
 
 
 def instance_digests(instances: dict) -> dict[str, str]:
