@@ -49,7 +49,9 @@ def turn_player(mode: str, policy, scorer, settings: SearchSettings, is_guided, 
         pending = [e for e in episodes if not e.done]
         guided = [e for e in pending if strategy is not None and is_guided(e.pending)]
         rest = [e for e in pending if not (strategy is not None and is_guided(e.pending))]
-        gated = [e for e in rest if guided_games is not None and e.pending.game not in guided_games]
+        gated_out = [guided_games is not None and e.pending.game not in guided_games for e in rest]
+        gated = [e for e, out in zip(rest, gated_out) if out]
+        sampled = [e for e, out in zip(rest, gated_out) if not out]
         if guided:
             choices = strategy.choose([e.pending.context for e in guided], policy, scorer, settings,
                                       rejected=[e.pending.rejected for e in guided])
@@ -57,7 +59,7 @@ def turn_player(mode: str, policy, scorer, settings: SearchSettings, is_guided, 
                 e.turn_scores.append(c.scores[c.chosen])
                 e.play(c.text, log=c.log(mode), generated_tokens=c.generated_tokens, prm_tokens=c.prm_tokens,
                        prefill_tokens=c.prefill_tokens, cached_tokens=cached_tokens(c))
-        play_plain([e for e in rest if all(e is not g for g in gated)], temperature)
+        play_plain(sampled, temperature)
         if gated:
             play_plain(gated, 0.0)
 
