@@ -81,7 +81,7 @@ def run_eval(cfg: EvalConfig, *, policy=None, scorer=None, progress: bool = True
     from playprm.models.registry import resolve_policy
     from playprm.models.vllm_policy import check_installed
     from playprm.players import load_policy
-    from playprm.results.run_record import instance_digests, policy_fingerprint
+    from playprm.results.run_record import run_fingerprint
 
     cfg.validate()
     entries, instances = prepare_games(cfg.games, cfg.game_all, cfg.games_dir, cfg.limit)
@@ -92,8 +92,7 @@ def run_eval(cfg: EvalConfig, *, policy=None, scorer=None, progress: bool = True
     name = f"{spec.name}-{cfg.mode_tag()}"
     run_dir = cfg.results_dir / runner.pair_folder(name)
     prm_path = str(Path(cfg.prm_path).resolve()) if cfg.prm_path else None
-    fingerprint = {**policy_fingerprint(spec), **cfg.decoding(), "prm_path": prm_path,
-                   "instances": instance_digests(instances)}
+    fingerprint = run_fingerprint(spec, {**cfg.decoding(), "prm_path": prm_path}, instances)
     with runner.open_run(entries, instances, run_dir, fingerprint, shard=cfg.shard) as (tasks, broken, fingerprint):
         if policy is None:
             policy = load_policy(spec)
@@ -108,9 +107,8 @@ def run_eval(cfg: EvalConfig, *, policy=None, scorer=None, progress: bool = True
         settings = cfg.search_settings()
         gen_args = {"temperature": cfg.temperature, "max_tokens": cfg.max_tokens}
         runner.write_run_metadata(run_dir, policy_name=name, gen_args=gen_args, games=[e.name for e in entries],
-                                  fingerprint=fingerprint, extra={
-            "mode": cfg.mode, "env_lookahead": cfg.env_lookahead,
-            "n_candidates": cfg.n_candidates if cfg.decoding_mode.guided else 1, "beam_width": cfg.beam_width,
+                                  fingerprint=fingerprint, settings={
+            "beam_width": cfg.beam_width,
             "aggregate": cfg.aggregate, "temperature": cfg.temperature, "max_tokens": cfg.max_tokens,
             "num_beam_iterations": cfg.num_beam_iterations, "seed": cfg.seed, "guide_roles": cfg.guide_roles,
             "selection": cfg.selection, "switch_margin": cfg.switch_margin, "switch_margin_rule": cfg.switch_margin_rule,

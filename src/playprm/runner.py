@@ -19,18 +19,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from playprm import __version__, atomic, run_lock
+from playprm import atomic, run_lock
 from playprm.episode import Episode, EpisodeTask
 from playprm.names import check_component, check_inside
 from playprm.results.layout import (
     ERROR_FILE,
     EXPERIMENT_FILE,
     RUN_FILE,
-    RUN_METADATA_FILE,
     instance_folder,
     is_finished,
 )
-from playprm.results.run_record import FINGERPRINT, claim_fingerprint
+from playprm.results.run_record import RunRecord, claim_fingerprint
 from playprm.results.staging import clean_staging
 
 logger = logging.getLogger(__name__)
@@ -147,10 +146,10 @@ def plan(entries, instances: dict, benchmarks: dict, run_dir: Path, *, samples: 
     return tasks
 
 
-def write_run_metadata(run_dir: Path, *, policy_name: str, gen_args: dict, games: list, extra: dict,
+def write_run_metadata(run_dir: Path, *, policy_name: str, gen_args: dict, games: list, settings: dict,
                        fingerprint: dict) -> None:
-    """clemcore's run.json (kept if present) and playprm_run.json with the decoding mode, its label and the
-    run's fingerprint (from ``claim``)."""
+    """clemcore's run.json (kept if present) and playprm_run.json: the run's mode fields and fingerprint (from
+    ``claim``), and the command's ``settings``."""
     from clemcore import get_version
 
     run_file = run_dir / RUN_FILE
@@ -159,7 +158,7 @@ def write_run_metadata(run_dir: Path, *, policy_name: str, gen_args: dict, games
                  for i in range(2)}
         atomic.write_json(run_file, {"clem_version": get_version(), "created": datetime.now().isoformat(),
                                      "player_models": infos, "games": {g: {} for g in games}})
-    atomic.write_json(run_dir / RUN_METADATA_FILE, {"playprm_version": __version__, **extra, FINGERPRINT: fingerprint})
+    RunRecord.of_run(fingerprint, settings).write(run_dir)
 
 
 def write_experiment_files(tasks: list[EpisodeTask], policy_name: str, gen_args: dict) -> None:

@@ -65,7 +65,7 @@ def run_collect(policy_model: str, games, game_all, games_dir, limit, results_di
     from playprm.play import prepare_games
     from playprm.players import load_policy
     from playprm.results.layout import sample_folder
-    from playprm.results.run_record import instance_digests, policy_fingerprint
+    from playprm.results.run_record import run_fingerprint
 
     validate(settings, limit)
     if not games and not game_all:
@@ -76,16 +76,15 @@ def run_collect(policy_model: str, games, game_all, games_dir, limit, results_di
         check_installed(spec.backend)
     name = f"{spec.name}-t{float(settings.temperature)}-collect"
     run_dir = results_dir / runner.pair_folder(name)
-    fingerprint = {**policy_fingerprint(spec), **settings.decoding(), "instances": instance_digests(instances)}
+    fingerprint = run_fingerprint(spec, settings.decoding(), instances)
     with runner.open_run(entries, instances, run_dir, fingerprint, samples=settings.samples_per_instance,
                          folder=sample_folder) as (tasks, broken, fingerprint):
         tasks = [t for t in tasks if t.benchmark is not None]
         policy = policy or load_policy(spec)
         gen_args = {"temperature": settings.temperature, "max_tokens": settings.max_tokens}
         runner.write_run_metadata(run_dir, policy_name=name, gen_args=gen_args, games=[e.name for e in entries],
-                                  fingerprint=fingerprint, extra={
-                                      "mode": "collect", "env_lookahead": False, **asdict(settings),
-                                      "policy": spec.describe(),
+                                  fingerprint=fingerprint, settings={
+                                      **asdict(settings), "policy": spec.describe(),
                                       "broken_games": {g: str(e) for g, e in broken.items()}})
         runner.write_experiment_files(tasks, name, gen_args)
         summary = collect(tasks, policy=policy, policy_name=name, run_dir=run_dir, settings=settings,
