@@ -116,7 +116,7 @@ def clem_run_process(workspace: Path, runs: Runs, *, games: list[str], batch_siz
 
 
 STARTUP = """
-from playprm import play, runner  # what playprm eval imports, clemcore's games among it
+from playprm import play, run_job, runner  # what playprm eval imports, clemcore's games among it
 from playprm.models.hf import HFPolicy
 from playprm.models.registry import resolve_policy
 HFPolicy(resolve_policy({path!r}))
