@@ -1,11 +1,12 @@
-"""Wire a validated EvalConfig to the runner: games, instances, policy, PRM, strategy. Used by eval and the
-pipeline; ``collect`` uses the same pieces with branching."""
+"""``playprm eval``'s wiring: a validated EvalConfig's run job (``run_job.open_run``), policy, PRM and strategy
+handed to the runner (``run_eval``); ``turn_player`` plays one batched turn of a per-turn mode. Used by eval,
+the pipeline and the benchmarks; ``collect`` opens the same run job for its rollouts."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from playprm.config import EvalConfig
+from playprm.eval_config import EvalConfig
 from playprm.search import greedy
 from playprm.search.base import SearchSettings
 from playprm.search.modes import MODES
