@@ -2,7 +2,7 @@
 # The vLLM engine check (tests/test_vllm_cpu.py), kept out of the CI suite because it takes about 25 minutes on
 # 2 shared cores (27 min measured at load 4-10, 2026-12-04) on top of building the vLLM venv (3-10 min, once):
 # run it before changing models/vllm_policy.py, the registry's model_config keys, the cost accounting in
-# episode.py / play.py, or scripts/make_vllm_venv.sh.
+# episode.py / evaluation.py, or scripts/make_vllm_venv.sh.
 #
 #   scripts/check_vllm.sh [pytest args...]    # builds or reuses .venv-vllm (PLAYPRM_VLLM_VENV to change it)
 #

@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 
 from playprm.cli import main
-from playprm.collect import CollectSettings
-from playprm.commands.collect import run_collect
+from playprm.collect import CollectSettings, run_collect
 from playprm.games.builtin.scripted import RandomValidPolicy
 
 

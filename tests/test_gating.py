@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from playprm.cli import main
-from playprm.config import EvalConfig
 from playprm.errors import UsageError
+from playprm.eval_config import EvalConfig
 
 
 def paired_file(folder: Path, points: dict[str, float]) -> Path:

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from playprm.config import EvalConfig
 from playprm.errors import UsageError
+from playprm.eval_config import EvalConfig
+from playprm.evaluation import run_eval
 from playprm.models.base import Candidate, PolicySpec
-from playprm.play import run_eval
 
 ODD_OUTPUTS = [
     "",

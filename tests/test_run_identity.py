@@ -11,10 +11,10 @@ from test_names import eval_argv, wordle_copy
 from wordle_oracle import WordleOracleScorer
 
 from playprm.cli import main
-from playprm.config import EvalConfig
+from playprm.eval_config import EvalConfig
+from playprm.evaluation import run_eval
 from playprm.games.builtin.scripted import RandomValidPolicy
 from playprm.models.registry import resolve_policy
-from playprm.play import run_eval
 from playprm.results.layout import RUN_METADATA_FILE
 
 RUN = "random-valid-t0.0--random-valid-t0.0"
@@ -150,3 +150,26 @@ def test_the_weights_dtype_is_part_of_the_run_fingerprint_so_fp32_and_bf16_runs_
     unset = policy_fingerprint(PolicySpec("m", "hf", "some/model"))
     assert fingerprint_differences(fp32, bf16) == ["dtype 'float32' vs 'bfloat16'"]
     assert "dtype" not in unset  # runs recorded before the key existed keep their fingerprint
+
+
+def test_the_run_record_reads_files_of_every_version_and_writes_n_candidates_once(tmp_path):
+    from playprm.results.run_record import RunRecord
+
+    before_fingerprints = RunRecord.from_json({"mode": "best-of-n", "env_lookahead": "true", "n_candidates": 4,
+                                               "seed": 1})
+    assert (before_fingerprints.mode, before_fingerprints.env_lookahead, before_fingerprints.n_candidates) == \
+        ("best-of-n", True, 4)
+    assert before_fingerprints.fingerprint == {"mode": "best-of-n", "env_lookahead": "true", "n_candidates": 4}
+    assert before_fingerprints.settings == {"seed": 1}
+    assert RunRecord.from_json({"game_benchmarks": {}}).mode == ""  # a file naming no mode
+
+    # the mode fields come from the fingerprint: collect's has no n_candidates, so its record has none either
+    collect = RunRecord.of_run({"mode": "collect", "env_lookahead": False, "seed": 0, "instances": {}},
+                               {"samples_per_instance": 2})
+    assert collect.n_candidates is None and "n_candidates" not in collect.to_json()
+    greedy = RunRecord.of_run({"mode": "greedy", "env_lookahead": False, "n_candidates": 1, "instances": {}},
+                              {"temperature": 0.0})
+    greedy.write(tmp_path)
+    written = json.loads((tmp_path / RUN_METADATA_FILE).read_text())
+    assert list(written) == ["playprm_version", "mode", "env_lookahead", "n_candidates", "temperature", "fingerprint"]
+    assert RunRecord.read(tmp_path / RUN_METADATA_FILE) == greedy

@@ -14,8 +14,8 @@ from test_names import eval_argv
 
 from playprm import atomic
 from playprm.cli import main
-from playprm.config import EvalConfig
-from playprm.play import run_eval
+from playprm.eval_config import EvalConfig
+from playprm.evaluation import run_eval
 from playprm.results.staging import clean_staging
 
 RUN = "random-valid-t0.0--random-valid-t0.0"

@@ -7,10 +7,10 @@ import random
 import pytest
 from wordle_oracle import WordleOracleScorer
 
-from playprm import runner
 from playprm.episode import Episode, EpisodeTask
+from playprm.evaluation import guide_filter, turn_player
 from playprm.games.builtin.scripted import RandomValidPolicy
-from playprm.play import guide_filter, turn_player
+from playprm.run_job import plan
 from playprm.search import beam_search, dvts
 from playprm.search.base import SearchSettings, aggregate, argmax
 
@@ -120,8 +120,8 @@ def test_shards_partition_the_plan(tmp_path):
         name = "g"
 
     instances = {"g": [({"name": "e"}, {"game_id": i}) for i in range(10)]}
-    full = runner.plan([Entry()], instances, {"g": object()}, tmp_path)
-    shards = [runner.plan([Entry()], instances, {"g": object()}, tmp_path, shard=(i, 3)) for i in range(3)]
+    full = plan([Entry()], instances, {"g": object()}, tmp_path)
+    shards = [plan([Entry()], instances, {"g": object()}, tmp_path, shard=(i, 3)) for i in range(3)]
     keys = sorted(t.key for s in shards for t in s)
     assert keys == sorted(t.key for t in full)
 
@@ -171,8 +171,8 @@ def test_lookahead_free_beam_grows_the_reply_the_prm_ranks_best_without_the_game
 def test_lookahead_free_beam_is_an_honest_mode(tiny_models, tmp_path):
     import json
 
-    from playprm.config import EvalConfig
-    from playprm.play import run_eval
+    from playprm.eval_config import EvalConfig
+    from playprm.evaluation import run_eval
 
     cfg = EvalConfig(policy_model=str(tiny_models["policy"]), mode="lf-beam", prm_path=tiny_models["prm"],
                      games=["referencegame"], limit=1, max_tokens=16, n_candidates=4, beam_width=2,

@@ -10,8 +10,8 @@ import pytest
 from clemcore.clemgame import DialogueGameMaster, GameScorer, GameSpec, Player
 
 from playprm.episode import Episode, EpisodeTask
+from playprm.evaluation import guide_filter, turn_player
 from playprm.models.base import Candidate, PolicySpec
-from playprm.play import guide_filter, turn_player
 from playprm.prm import switch_margin
 from playprm.prm.scorer import ScoreStats
 from playprm.search import best_of_n
@@ -230,8 +230,8 @@ def test_the_auto_margin_grows_with_n_and_comes_from_not_better_siblings(tmp_pat
 
 
 def test_eval_anchored_writes_the_greedy_candidate_margin_and_switch_of_every_turn(card_models, tmp_path):
-    from playprm.config import EvalConfig
-    from playprm.play import run_eval
+    from playprm.eval_config import EvalConfig
+    from playprm.evaluation import run_eval
 
     cfg = EvalConfig(policy_model=str(card_models["policy"]), mode="best-of-n", prm_path=card_models["prm"],
                      games=["referencegame"], limit=1, max_tokens=8, n_candidates=3, selection="anchored",
@@ -251,8 +251,8 @@ def test_eval_anchored_writes_the_greedy_candidate_margin_and_switch_of_every_tu
 
 
 def test_a_switch_margin_given_in_python_is_checked_as_on_the_command_line():
-    from playprm.config import EvalConfig
     from playprm.errors import UsageError
+    from playprm.eval_config import EvalConfig
 
     def config(**values):
         return EvalConfig(policy_model="p", mode="best-of-n", scorer="logprob", games=["wordle"],
@@ -266,7 +266,7 @@ def test_a_switch_margin_given_in_python_is_checked_as_on_the_command_line():
 
 
 def test_the_cards_selection_keeps_the_fingerprint_and_folder_of_runs_made_before_selections_existed():
-    from playprm.config import EvalConfig
+    from playprm.eval_config import EvalConfig
 
     def config(**values):
         return EvalConfig(policy_model="p", mode="best-of-n", scorer="logprob", games=["wordle"], **values).validate()

@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 
 from playprm.cli import main
-from playprm.config import EvalConfig
-from playprm.play import run_eval
+from playprm.eval_config import EvalConfig
+from playprm.evaluation import run_eval
 
 
 def wins(run_dir: Path) -> tuple[int, int]:

@@ -14,19 +14,23 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from playprm import atomic, runner
 from playprm.episode import Episode
+from playprm.errors import UsageError
 from playprm.models.base import clean_candidates
-from playprm.results.layout import TREES_DIR, TURNS_FILE
+from playprm.results.layout import TREES_DIR, TURNS_FILE, sample_folder
 from playprm.results.staging import clean_staging
+from playprm.run_job import open_run, prepare_games
 from playprm.search.base import Choice, SeedStream
 
 
 @dataclass
 class CollectSettings:
+    """``playprm collect``: K sampled episodes per instance, optionally branched into rollout trees."""
+
     samples_per_instance: int = 4
     temperature: float = 1.0
     max_tokens: int = 256
@@ -41,6 +45,49 @@ class CollectSettings:
         return {"mode": "collect", "env_lookahead": False, "temperature": float(self.temperature),
                 "max_tokens": self.max_tokens, "seed": self.seed, "branch_factor": self.branch_factor,
                 "branch_at": self.branch_at, "branch_depth": self.branch_depth}
+
+    def validate(self) -> CollectSettings:
+        """The one-line UsageError for impossible settings, before any model loads."""
+        if self.samples_per_instance < 1:
+            raise UsageError(f"--samples-per-instance {self.samples_per_instance} must be at least 1")
+        if self.temperature <= 0 and self.samples_per_instance > 1:
+            raise UsageError("--temperature must be > 0 to sample distinct episodes")
+        if self.temperature < 0:
+            raise UsageError(f"--temperature {self.temperature} is negative")
+        if self.branch_factor < 1:
+            raise UsageError(f"--branch-factor {self.branch_factor} must be at least 1")
+        if self.branch_depth < 1:
+            raise UsageError(f"--branch-depth {self.branch_depth} must be at least 1")
+        if self.max_tokens < 1 or self.batch_size < 1:
+            raise UsageError("--max-tokens and --batch-size must be at least 1")
+        return self
+
+
+def run_collect(policy_model: str, games: list[str], game_all: bool, games_dir: Path | None, limit: int | None,
+                results_dir: Path, settings: CollectSettings, *, policy=None, progress: bool = True):
+    """Validate, then load the policy and collect rollouts into the run job's folder; returns (run_dir,
+    RunSummary)."""
+    from playprm.models.registry import resolve_policy
+    from playprm.models.vllm_policy import check_installed
+    from playprm.players import load_policy
+
+    settings.validate()
+    if limit is not None and limit < 1:
+        raise UsageError(f"--limit {limit} must be at least 1")
+    if not games and not game_all:
+        raise UsageError("say which games to play: --game NAME (repeatable) or --game-all")
+    entries, instances = prepare_games(games, game_all, games_dir, limit)
+    spec = policy.spec if policy is not None else resolve_policy(policy_model)
+    if policy is None:
+        check_installed(spec.backend)
+    with open_run(results_dir, spec, f"t{float(settings.temperature)}-collect", entries, instances,
+                  settings=settings.decoding(), temperature=settings.temperature, max_tokens=settings.max_tokens,
+                  samples=settings.samples_per_instance, folder=sample_folder) as job:
+        policy = policy or load_policy(spec)
+        job.write_metadata({**asdict(settings), "policy": spec.describe(), "broken_games": job.broken_games})
+        summary = collect([t for t in job.tasks if t.benchmark is not None], policy=policy, policy_name=job.name,
+                          run_dir=job.run_dir, settings=settings, gen_args=job.gen_args, progress=progress)
+    return job.run_dir, summary
 
 
 def _should_branch(episode: Episode, settings: CollectSettings) -> bool:
@@ -77,7 +124,7 @@ def _record_turn(episode: Episode, records: list, text: str) -> None:
 def collect(tasks, *, policy, policy_name: str, run_dir: Path, settings: CollectSettings, gen_args: dict,
             progress: bool = True) -> runner.RunSummary:
     """Play every task as a (possibly branched) rollout tree; returns a summary of leaves written. The caller
-    holds ``run_dir`` (``runner.claim``)."""
+    holds ``run_dir`` (``run_job.open_run``)."""
     started = time.perf_counter()
     summary = runner.RunSummary(planned=len(tasks), unit="rollout trees")
     clean_staging(run_dir, locked=True)

@@ -72,8 +72,7 @@ class EpisodeTask:
     experiment: dict
     instance: dict
     episode_dir: Path  # final folder: <results>/<pair>/<game>/<experiment>/<episode>
-    seed: int = 0
-    sample: int = 0
+    sample: int = 0  # collect's repeated samples of one instance: 0, 1, ...
 
     @property
     def key(self) -> str:

@@ -1,10 +1,9 @@
 """Play many episodes at once: every policy and PRM call is batched across all episodes in flight.
 
-The runner is the only part that knows both games and search strategies. It plans episodes deterministically
-(games, experiments, instances in file order; ``--shard i/n`` takes every n-th), skips those already written
-(resume), keeps ``batch_size`` episodes in flight, asks the strategy for all their pending turns in one call,
-and writes each finished episode atomically in clemcore's layout. A run holds its folder (``claim``): a lock
-against a second run, and a fingerprint check against resuming it with other settings.
+The runner is the only part that knows both games and search strategies. It takes the episodes a run job
+planned (``run_job.open_run``: the folder named, held and fingerprinted), skips those already written (resume),
+keeps ``batch_size`` episodes in flight, asks the strategy for all their pending turns in one call, and writes
+each finished episode atomically in clemcore's layout.
 """
 
 from __future__ import annotations
@@ -13,24 +12,12 @@ import logging
 import sys
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 
-from playprm import __version__, atomic, run_lock
 from playprm.episode import Episode, EpisodeTask
-from playprm.names import check_component, check_inside
-from playprm.results.layout import (
-    ERROR_FILE,
-    EXPERIMENT_FILE,
-    RUN_FILE,
-    RUN_METADATA_FILE,
-    instance_folder,
-    is_finished,
-)
-from playprm.results.run_record import FINGERPRINT, claim_fingerprint
+from playprm.results.layout import ERROR_FILE, is_finished
 from playprm.results.staging import clean_staging
 
 logger = logging.getLogger(__name__)
@@ -73,106 +60,12 @@ class RunSummary:
         return sum(self.errored.values()) > 0 and not sum(self.played.values())
 
 
-def pair_folder(name: str) -> str:
-    """clembench names runs by model pair; self-play uses the same name twice, for one- and two-player games."""
-    return check_component(f"{name}--{name}", where="the run folder (from the model name and decoding mode)")
-
-
 def progress_bar(summary: RunSummary, *, desc: str, show: bool, unit: str = "it"):
     """The terminal progress bar of a run, on stderr, starting after the ``summary.skipped`` done earlier."""
     from tqdm import tqdm
 
     return tqdm(total=summary.planned, initial=summary.skipped, desc=desc, unit=unit, disable=not show,
                 file=sys.stderr, dynamic_ncols=True)
-
-
-@contextmanager
-def open_run(entries, instances: dict, run_dir: Path, fingerprint: dict, **plan_options) -> Iterator[tuple]:
-    """What eval and collect do around their loop: load the games' benchmarks, plan the episodes (``plan``'s
-    options), hold ``run_dir`` (``claim``) and close the benchmarks at the end. Yields
-    ``(tasks, broken games, fingerprint to record)``."""
-    benchmarks, broken = load_benchmarks(entries)
-    try:
-        tasks = plan(entries, instances, benchmarks, run_dir, **plan_options)
-        with claim(run_dir, fingerprint) as recorded:
-            yield tasks, broken, recorded
-    finally:
-        for benchmark in benchmarks.values():
-            benchmark.close()
-
-
-@contextmanager
-def claim(run_dir: Path, fingerprint: dict) -> Iterator[dict]:
-    """Hold ``run_dir`` for the ``with`` block: its lock, then a check that it holds no run with another
-    fingerprint; yields the fingerprint to record. Both refusals are one-line UsageErrors, before any model loads."""
-    with run_lock.hold(run_dir):
-        yield claim_fingerprint(run_dir, fingerprint)
-
-
-def load_benchmarks(entries) -> tuple[dict, dict]:
-    """clemcore GameBenchmarks per game; a game whose code fails to load is returned with its error."""
-    from clemcore.clemgame import GameBenchmark
-
-    loaded, broken = {}, {}
-    for entry in entries:
-        try:
-            loaded[entry.name] = GameBenchmark.load_from_spec(entry.spec)
-        except Exception as error:  # e.g. a clembench game written for another clemcore version
-            if isinstance(error, ModuleNotFoundError) and (error.name or "").startswith("playprm."):
-                # `playprm instances` copies the built-in games' code, which imports playprm's own modules
-                error = ModuleNotFoundError(f"{error}: this copy of a built-in game was written by another playprm "
-                                            "version; write its folder again with `playprm instances`",
-                                            name=error.name)
-            logger.warning("game %s failed to load: %s", entry.name, error)
-            broken[entry.name] = error
-    return loaded, broken
-
-
-def plan(entries, instances: dict, benchmarks: dict, run_dir: Path, *, samples: int = 1,
-         shard: tuple[int, int] | None = None, folder: Callable | None = None) -> list[EpisodeTask]:
-    """Episodes to play, in a deterministic order; ``instances[game]`` is a list of (experiment, instance)."""
-    tasks = []
-    for entry in entries:
-        for experiment, instance in instances[entry.name]:
-            for sample in range(samples):
-                name = folder(instance, sample) if folder else instance_folder(instance.get("game_id"))
-                episode_dir = check_inside(run_dir / entry.name / experiment["name"] / name, run_dir)
-                tasks.append(EpisodeTask(
-                    game=entry.name, benchmark=benchmarks.get(entry.name), experiment=experiment,
-                    instance=instance, episode_dir=episode_dir, sample=sample,
-                ))
-    if shard is not None:
-        index, count = shard
-        tasks = [t for i, t in enumerate(tasks) if i % count == index]
-    return tasks
-
-
-def write_run_metadata(run_dir: Path, *, policy_name: str, gen_args: dict, games: list, extra: dict,
-                       fingerprint: dict) -> None:
-    """clemcore's run.json (kept if present) and playprm_run.json with the decoding mode, its label and the
-    run's fingerprint (from ``claim``)."""
-    from clemcore import get_version
-
-    run_file = run_dir / RUN_FILE
-    if not run_file.exists():
-        infos = {str(i): {"model_spec": {"model_name": policy_name, "backend": "playprm"}, "gen_args": gen_args}
-                 for i in range(2)}
-        atomic.write_json(run_file, {"clem_version": get_version(), "created": datetime.now().isoformat(),
-                                     "player_models": infos, "games": {g: {} for g in games}})
-    atomic.write_json(run_dir / RUN_METADATA_FILE, {"playprm_version": __version__, **extra, FINGERPRINT: fingerprint})
-
-
-def write_experiment_files(tasks: list[EpisodeTask], policy_name: str, gen_args: dict) -> None:
-    seen = set()
-    for task in tasks:
-        path = task.episode_dir.parent / EXPERIMENT_FILE
-        if path in seen or path.exists():
-            continue
-        seen.add(path)
-        config = {k: v for k, v in task.experiment.items() if k != "game_instances"}
-        config.update(timestamp=datetime.now().isoformat(), game_name=task.game,
-                      player_models={"0": {"model_spec": {"model_name": policy_name}, "gen_args": gen_args}})
-        atomic.write_json(path, config)
 
 
 def _write_errored(task: EpisodeTask, error: BaseException, stage: str) -> None:
@@ -187,7 +80,7 @@ def play(tasks: list[EpisodeTask], *, policy_name: str, run_dir: Path, gen_args:
          on_finished: Callable[[Episode], None] | None = None, progress: bool = True) -> RunSummary:
     """Play ``tasks``. ``choose_turns(episodes)`` plays one pending turn of each episode (per-turn modes);
     ``search_episodes(roots) -> finals`` plays whole episodes (beam modes). The caller holds ``run_dir``
-    (``claim``), so every staging folder in it that is not this process's own is stale."""
+    (``run_job.open_run``), so every staging folder in it that is not this process's own is stale."""
     summary = RunSummary(planned=len(tasks))
     clean_staging(run_dir, locked=True)
     todo = deque()

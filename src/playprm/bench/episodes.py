@@ -86,7 +86,7 @@ class Runs:
 
 def eval_config(policy_model: str, results_dir: Path, *, limit: int | None, max_tokens: int, mode: str = "greedy",
                 prm: Path | None = None, n: int = 4, games=None):
-    from playprm.config import EvalConfig
+    from playprm.eval_config import EvalConfig
 
     return EvalConfig(policy_model=policy_model, mode=mode, prm_path=prm, games=list(games or workload.GAMES),
                       limit=limit, max_tokens=max_tokens, results_dir=results_dir, n_candidates=n,
@@ -116,7 +116,7 @@ def clem_run_process(workspace: Path, runs: Runs, *, games: list[str], batch_siz
 
 
 STARTUP = """
-from playprm import play, runner  # what playprm eval imports, clemcore's games among it
+from playprm import evaluation, run_job, runner  # what playprm eval imports, clemcore's games among it
 from playprm.models.hf import HFPolicy
 from playprm.models.registry import resolve_policy
 HFPolicy(resolve_policy({path!r}))
@@ -226,9 +226,9 @@ def best_of_n_overhead(mt: workload.Multiturn, work: Path, *, limit: int | None 
                        ns=(4, 8), pairs: int = 3) -> Figure:
     """Figure 4: wall(best-of-n, PRM scoring included) / wall(greedy) on the same multi-turn episodes, models
     loaded once, cross-turn caches emptied before each run."""
+    from playprm.evaluation import run_eval
     from playprm.models.hf import HFPolicy
     from playprm.models.registry import resolve_policy
-    from playprm.play import run_eval
     from playprm.prm.scorer import PRMScorer
 
     started = time.perf_counter()

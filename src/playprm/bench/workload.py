@@ -193,14 +193,13 @@ def quiet() -> None:
 
 
 def episode_tasks(run_dir: Path, limit: int | None, games: list[str] | None = None, samples: int = 1):
-    """Planned episodes (the runner's own ``plan``) of the built-in games, ``limit`` instances per experiment."""
-    from playprm import runner
-    from playprm.play import prepare_games
+    """Planned episodes (the run job's own ``plan``) of the built-in games, ``limit`` instances per experiment."""
+    from playprm.run_job import load_benchmarks, plan, prepare_games
 
     entries, instances = prepare_games(games or GAMES, False, None, limit)
-    benchmarks, _ = runner.load_benchmarks(entries)
+    benchmarks, _ = load_benchmarks(entries)
     folder = (lambda instance, sample: f"{instance_folder(instance['game_id'])}_{sample}") if samples > 1 else None
-    return runner.plan(entries, instances, benchmarks, run_dir, samples=samples, folder=folder), benchmarks
+    return plan(entries, instances, benchmarks, run_dir, samples=samples, folder=folder), benchmarks
 
 
 @contextlib.contextmanager

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import fields
 from pathlib import Path
 
-from playprm.config import MODES, SCORERS, EvalConfig, parse_shard
+from playprm.eval_config import MODES, SCORERS, EvalConfig, parse_shard
 from playprm.search.base import AGGREGATES
 from playprm.search.modes import mode_help
 from playprm.search.selection import SELECTION_HELP, SELECTIONS
@@ -65,7 +65,7 @@ def config_from_args(args) -> EvalConfig:
 
 
 def run(args) -> int:
-    from playprm.play import run_eval
+    from playprm.evaluation import run_eval
 
     run_dir, summary = run_eval(config_from_args(args))
     print(f"results: {run_dir}")

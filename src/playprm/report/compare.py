@@ -34,7 +34,7 @@ from playprm.report.episodes import EpisodeScores, load_episode_scores, validate
 from playprm.report.render import number, score_columns, scored
 from playprm.results import read_json
 from playprm.results.layout import COST_FILE, RUN_METADATA_FILE
-from playprm.results.run_record import MODE_FIELDS, is_env_lookahead, read_run_metadata
+from playprm.results.run_record import MODE_FIELDS, RunRecord
 from playprm.tables import markdown_table, text_table
 
 # cost.json field -> comparison column
@@ -55,12 +55,12 @@ HONEST_TITLE = "Honest decoding modes"
 UNKNOWN_TITLE = "Runs not played by playprm (no playprm_run.json: decoding mode unknown)"
 
 
-def run_metadata(model_dirs: list[Path]) -> dict:
-    """The first ``playprm_run.json`` among a model's folders (shards), or {} where none exists."""
+def run_record(model_dirs: list[Path]) -> RunRecord | None:
+    """The first ``playprm_run.json`` among a model's folders (shards), or None where none exists."""
     for model_dir in model_dirs:
         if (model_dir / RUN_METADATA_FILE).is_file():
-            return read_run_metadata(model_dir / RUN_METADATA_FILE)
-    return {}
+            return RunRecord.read(model_dir / RUN_METADATA_FILE)
+    return None
 
 
 def mean_costs(episode_dirs: list[Path]) -> tuple[dict[str, float], int, int]:
@@ -92,16 +92,16 @@ def _run_rows(results_dir: Path, episodes: EpisodeScores, table: pd.DataFrame) -
     models = list(table.index) + sorted({m for m, _ in episodes.errored} - set(table.index))
     games = [game for game in game_names(table) if f"{game}, {QUALITY}" in table.columns]
     for model in models:
-        metadata = run_metadata(episodes.model_dirs.get(model, []))
+        record = run_record(episodes.model_dirs.get(model, []))
         costs, with_cost, bad_costs = mean_costs([d for k, d in episodes.episode_dirs.items() if k[0] == model])
         scored = model in table.index
         row = {
             "results dir": str(results_dir),
             "model": model,
-            "mode": metadata.get("mode", "") if metadata else UNKNOWN_MODE,
-            "env_lookahead": is_env_lookahead(metadata),
-            "n_candidates": metadata.get("n_candidates", float("nan")),
-            "temperature": metadata.get("temperature", float("nan")),
+            "mode": record.mode if record else UNKNOWN_MODE,
+            "env_lookahead": bool(record and record.env_lookahead),
+            "n_candidates": record.n_candidates if record and record.n_candidates is not None else float("nan"),
+            "temperature": record.settings.get("temperature", float("nan")) if record else float("nan"),
         }
         for column in (CLEMSCORE, CLEMSCORE + CI_LOW, CLEMSCORE + CI_HIGH, INTERACTIVE, INTERACTIVE + CI_LOW,
                        INTERACTIVE + CI_HIGH, STATSCORE, STATSCORE + CI_LOW, STATSCORE + CI_HIGH,
@@ -116,13 +116,13 @@ def _run_rows(results_dir: Path, episodes: EpisodeScores, table: pd.DataFrame) -
         row["unreadable cost.json"] = bad_costs
         row[EPISODES] = int(table.at[model, f"-, {EPISODES}"]) if scored else 0
         row[ERRORED] = sum(n for (m, _), n in episodes.errored.items() if m == model)
-        for key, value in metadata.items():
+        for key, value in (record.to_json() if record else {}).items():
             if key not in MODE_FIELDS and isinstance(value, (str, int, float, bool)):
                 row[f"run {key}"] = value
         row["static games"] = ", ".join(table.attrs["static_games"])
-        gate = metadata.get("gate")  # per-game gating: which games the run guided and why
+        gate = record.settings.get("gate") if record else None  # per-game gating: which games the run guided and why
         row["gate"] = "; ".join(f"{game}: {why}" for game, why in gate.items()) if isinstance(gate, dict) else ""
-        row["section"] = LOOKAHEAD if row["env_lookahead"] else HONEST if metadata else UNKNOWN
+        row["section"] = LOOKAHEAD if row["env_lookahead"] else HONEST if record else UNKNOWN
         rows.append(row)
     return rows
 

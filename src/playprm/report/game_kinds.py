@@ -75,7 +75,7 @@ def _registry_kinds(games_dir: Path | None) -> tuple[dict[str, bool], str]:
 def _metadata_kinds(episodes: EpisodeScores) -> dict[str, bool]:
     from playprm.games.registry import is_static
     from playprm.results.layout import RUN_METADATA_FILE
-    from playprm.results.run_record import read_run_metadata
+    from playprm.results.run_record import RunRecord
 
     kinds: dict[str, bool] = {}
     for model_dirs in episodes.model_dirs.values():
@@ -83,7 +83,7 @@ def _metadata_kinds(episodes: EpisodeScores) -> dict[str, bool]:
             path = model_dir / RUN_METADATA_FILE
             if not path.is_file():
                 continue
-            recorded = read_run_metadata(path).get(GAME_BENCHMARKS)
+            recorded = RunRecord.read(path).settings.get(GAME_BENCHMARKS)
             if isinstance(recorded, dict):
                 for game, tags in recorded.items():
                     tags = [tags] if isinstance(tags, str) else tags

@@ -24,11 +24,7 @@ from pathlib import Path
 from playprm.atomic import copy_atomic
 from playprm.errors import UsageError
 from playprm.results.layout import EPISODE_DEPTH, RUN_METADATA_FILE, result_files
-from playprm.results.run_record import (
-    fingerprint_differences,
-    read_run_metadata,
-    recorded_fingerprint,
-)
+from playprm.results.run_record import RunRecord, fingerprint_differences
 from playprm.results.staging import clean_staging, publish, staging_folder
 
 
@@ -92,8 +88,7 @@ def _validate(shards: list[Path], out: Path) -> list[Path]:
 
 def _check_one_run(first: Path, other: Path) -> None:
     """UsageError when two ``playprm_run.json`` files carry fingerprints of different runs."""
-    differences = fingerprint_differences(recorded_fingerprint(read_run_metadata(first)),
-                                          recorded_fingerprint(read_run_metadata(other)))
+    differences = fingerprint_differences(RunRecord.read(first).fingerprint, RunRecord.read(other).fingerprint)
     if differences:
         raise UsageError(f"{first} and {other} record different decoding modes or settings "
                          f"({'; '.join(differences)}); merge only shards of one run")

@@ -48,8 +48,6 @@ OUTCOMES = ("success", "lose", "aborted")
 # clemcore's files nest a few levels (interactions: turns > rounds > events > action > content); a file nested
 # far deeper is hostile, and at about 1,000 levels Python's json raises RecursionError
 MAX_JSON_DEPTH = 100
-FLAG_METRICS = ("Aborted", "Success", "Lose")  # clemcore's METRIC_ABORTED, METRIC_SUCCESS, METRIC_LOSE
-MAIN_SCORE = "Main Score"  # clemcore's BENCH_SCORE: 0-100, NaN for aborted episodes
 
 
 @dataclass(frozen=True)
@@ -138,9 +136,9 @@ class EpisodeRecord:
         return self._outcome()[1]
 
     def _outcome(self) -> tuple[str | None, str]:
-        from clemcore.clemgame.metrics import METRIC_ABORTED, METRIC_LOSE, METRIC_SUCCESS
+        from clemcore.clemgame.metrics import KEY_EPISODE_SCORES, METRIC_ABORTED, METRIC_LOSE, METRIC_SUCCESS
 
-        episode_scores = (self.scores or {}).get("episode scores")
+        episode_scores = (self.scores or {}).get(KEY_EPISODE_SCORES)
         if not isinstance(episode_scores, dict):
             return None, "unscored"
         flags = {key: _flag(episode_scores.get(key)) for key in (METRIC_ABORTED, METRIC_SUCCESS, METRIC_LOSE)}
@@ -157,7 +155,9 @@ class EpisodeRecord:
     @property
     def main_score(self) -> float | None:
         """The episode's Main Score (clemcore's BENCH_SCORE) where scores.json holds a finite one, else None."""
-        value = ((self.scores or {}).get("episode scores") or {}).get(MAIN_SCORE)
+        from clemcore.clemgame.metrics import BENCH_SCORE, KEY_EPISODE_SCORES
+
+        value = ((self.scores or {}).get(KEY_EPISODE_SCORES) or {}).get(BENCH_SCORE)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             return None
         return float(value)
@@ -307,33 +307,45 @@ def episode_scores_problem(scores: dict) -> str:
     usual range (eqbench's Main Score can be negative) is counted, as clemcore counts it:
     ``episode_scores_oddities`` names it.
     """
-    episode_scores = scores.get("episode scores")
+    from clemcore.clemgame.metrics import BENCH_SCORE, KEY_EPISODE_SCORES
+
+    episode_scores = scores.get(KEY_EPISODE_SCORES)
     if not isinstance(episode_scores, dict):
-        return "no 'episode scores' object"
-    for metric in FLAG_METRICS:
+        return f"no {KEY_EPISODE_SCORES!r} object"
+    for metric in _flag_metrics():
         value = episode_scores.get(metric, 0)
         if not _is_number(value):
             return f"episode score {metric!r} is {_shown(value)}, not a number"
-    if MAIN_SCORE in episode_scores:
-        value = episode_scores[MAIN_SCORE]
+    if BENCH_SCORE in episode_scores:
+        value = episode_scores[BENCH_SCORE]
         if isinstance(value, bool) or not _is_number(value):
-            return f"episode score {MAIN_SCORE!r} is {_shown(value)}, not a finite number (or NaN)"
+            return f"episode score {BENCH_SCORE!r} is {_shown(value)}, not a finite number (or NaN)"
     return ""
 
 
 def episode_scores_oddities(scores: dict) -> list[str]:
     """What is unusual but countable in a scores.json that ``episode_scores_problem`` accepts: a flag other
     than 0 or 1, a Main Score outside 0-100. clemcore counts such values; a reader of the numbers should know."""
-    episode_scores = scores.get("episode scores") or {}
+    from clemcore.clemgame.metrics import BENCH_SCORE, KEY_EPISODE_SCORES
+
+    episode_scores = scores.get(KEY_EPISODE_SCORES) or {}
     notes = []
-    for metric in FLAG_METRICS:
+    for metric in _flag_metrics():
         value = episode_scores.get(metric, 0)
         if not (math.isnan(value) or value in (0, 1)):
             notes.append(f"{metric} is {_shown(value)}, not 0 or 1")
-    value = episode_scores.get(MAIN_SCORE, float("nan"))
+    value = episode_scores.get(BENCH_SCORE, float("nan"))  # 0-100, NaN for aborted episodes
     if not (math.isnan(value) or 0 <= value <= 100):
-        notes.append(f"{MAIN_SCORE} is {_shown(value)}, out of 0-100")
+        notes.append(f"{BENCH_SCORE} is {_shown(value)}, out of 0-100")
     return notes
+
+
+def _flag_metrics() -> tuple[str, str, str]:
+    """clemcore's outcome flags, Aborted, Success and Lose (imported where scores are read: importing clemcore's
+    game framework takes seconds that readers of interactions alone are spared)."""
+    from clemcore.clemgame.metrics import METRIC_ABORTED, METRIC_LOSE, METRIC_SUCCESS
+
+    return METRIC_ABORTED, METRIC_SUCCESS, METRIC_LOSE
 
 
 def _is_number(value) -> bool:

@@ -22,7 +22,7 @@ class SeedStream:
 
 @dataclass(frozen=True)
 class SearchSettings:
-    """Decoding knobs shared by all strategies (validated in ``playprm.config``); fixed for a run, except the
+    """Decoding knobs shared by all strategies (validated in ``playprm.eval_config``); fixed for a run, except the
     seed stream they carry. ``dataclasses.replace`` keeps that stream, so derived settings draw fresh seeds."""
 
     n_candidates: int = 4

@@ -1,5 +1,5 @@
 """Every decoding mode, declared once: ``eval``'s choices and help, config validation, the results folder tag,
-the fingerprint and ``play`` all read this table.
+the fingerprint and ``evaluation`` all read this table.
 
 A per-turn mode's strategy module has ``choose(contexts, policy, scorer, settings, *, rejected) -> list[Choice]``
 (``rejected``: per context, the replies the game already refused that player in the episode, never to be played

@@ -22,7 +22,7 @@ from playprm.report.clemscore import (
     STATSCORE,
 )
 from playprm.results.layout import RUN_METADATA_FILE
-from playprm.results.run_record import is_env_lookahead, read_run_metadata
+from playprm.results.run_record import RunRecord
 
 REPORT_FILES = ("compare.csv", "results.csv")
 COLUMNS = {  # row key -> report column
@@ -70,9 +70,8 @@ def read_report(path: Path) -> list[dict]:
             episodes = _value(row, EPISODES)
         else:
             metadata_file = csv.parent / str(label) / RUN_METADATA_FILE
-            metadata = read_run_metadata(metadata_file) if metadata_file.is_file() else {}
-            mode, n = str(metadata.get("mode", "")), metadata.get("n_candidates")
-            lookahead = is_env_lookahead(metadata)
+            record = RunRecord.read(metadata_file) if metadata_file.is_file() else RunRecord()
+            mode, n, lookahead = record.mode, record.n_candidates, record.env_lookahead
             episodes = _value(row, f"-, {EPISODES}")
         rows.append({"run": str(label), "mode": mode, "n_candidates": n, "env_lookahead": lookahead,
                      **{key: _value(row, column) for key, column in COLUMNS.items()},

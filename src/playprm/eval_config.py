@@ -1,4 +1,4 @@
-"""One validated config per job. ``validate()`` is the single place that turns impossible settings into the
+"""``EvalConfig``, the one validated config of ``playprm eval``. ``validate()`` is the single place that turns impossible settings into the
 one-line error a user sees, before any model loads or any file is written."""
 
 from __future__ import annotations

@@ -1,27 +1,15 @@
-"""Wire a validated EvalConfig to the runner: games, instances, policy, PRM, strategy. Used by eval and the
-pipeline; ``collect`` uses the same pieces with branching."""
+"""``playprm eval``'s wiring: a validated EvalConfig's run job (``run_job.open_run``), policy, PRM and strategy
+handed to the runner (``run_eval``); ``turn_player`` plays one batched turn of a per-turn mode. Used by eval,
+the pipeline and the benchmarks; ``collect`` opens the same run job for its rollouts."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from playprm.config import EvalConfig
-from playprm.errors import UsageError
+from playprm.eval_config import EvalConfig
 from playprm.search import greedy
 from playprm.search.base import SearchSettings
 from playprm.search.modes import MODES
-
-
-def prepare_games(games: list[str], game_all: bool, games_dir: Path | None, limit: int | None):
-    """Resolve games and read their instances (all validation, no model)."""
-    from playprm.games.registry import load_instances, resolve_games
-
-    entries = resolve_games(games or None, all_games=game_all, games_dir=games_dir)
-    instances = {entry.name: load_instances(entry, limit=limit) for entry in entries}
-    empty = [name for name, rows in instances.items() if not rows]
-    if empty:
-        raise UsageError(f"no instances to play for {', '.join(empty)}; check their in/instances.json")
-    return entries, instances
 
 
 def guide_filter(guide_roles: list[str] | None, guided_games=None):
@@ -81,7 +69,7 @@ def run_eval(cfg: EvalConfig, *, policy=None, scorer=None, progress: bool = True
     from playprm.models.registry import resolve_policy
     from playprm.models.vllm_policy import check_installed
     from playprm.players import load_policy
-    from playprm.results.run_record import instance_digests, policy_fingerprint
+    from playprm.run_job import open_run, prepare_games
 
     cfg.validate()
     entries, instances = prepare_games(cfg.games, cfg.game_all, cfg.games_dir, cfg.limit)
@@ -89,12 +77,10 @@ def run_eval(cfg: EvalConfig, *, policy=None, scorer=None, progress: bool = True
     cfg.validate_backend(spec.backend, spec.name)
     if policy is None:
         check_installed(spec.backend)
-    name = f"{spec.name}-{cfg.mode_tag()}"
-    run_dir = cfg.results_dir / runner.pair_folder(name)
     prm_path = str(Path(cfg.prm_path).resolve()) if cfg.prm_path else None
-    fingerprint = {**policy_fingerprint(spec), **cfg.decoding(), "prm_path": prm_path,
-                   "instances": instance_digests(instances)}
-    with runner.open_run(entries, instances, run_dir, fingerprint, shard=cfg.shard) as (tasks, broken, fingerprint):
+    with open_run(cfg.results_dir, spec, cfg.mode_tag(), entries, instances,
+                  settings={**cfg.decoding(), "prm_path": prm_path}, temperature=cfg.temperature,
+                  max_tokens=cfg.max_tokens, shard=cfg.shard) as job:
         if policy is None:
             policy = load_policy(spec)
         if scorer is None and cfg.scorer != "prm":
@@ -105,22 +91,17 @@ def run_eval(cfg: EvalConfig, *, policy=None, scorer=None, progress: bool = True
             from playprm.prm.scorer import PRMScorer
 
             scorer = PRMScorer.from_path(cfg.prm_path, load_in_4bit=spec.load_in_4bit)
-        settings = cfg.search_settings()
-        gen_args = {"temperature": cfg.temperature, "max_tokens": cfg.max_tokens}
-        runner.write_run_metadata(run_dir, policy_name=name, gen_args=gen_args, games=[e.name for e in entries],
-                                  fingerprint=fingerprint, extra={
-            "mode": cfg.mode, "env_lookahead": cfg.env_lookahead,
-            "n_candidates": cfg.n_candidates if cfg.decoding_mode.guided else 1, "beam_width": cfg.beam_width,
-            "aggregate": cfg.aggregate, "temperature": cfg.temperature, "max_tokens": cfg.max_tokens,
-            "num_beam_iterations": cfg.num_beam_iterations, "seed": cfg.seed, "guide_roles": cfg.guide_roles,
-            "selection": cfg.selection, "switch_margin": cfg.switch_margin, "switch_margin_rule": cfg.switch_margin_rule,
-            "shard": list(cfg.shard) if cfg.shard else None, "policy": spec.describe(), "prm_path": prm_path,
-            "broken_games": {g: str(e) for g, e in broken.items()},
+        job.write_metadata({
+            "beam_width": cfg.beam_width, "aggregate": cfg.aggregate, "temperature": cfg.temperature,
+            "max_tokens": cfg.max_tokens, "num_beam_iterations": cfg.num_beam_iterations, "seed": cfg.seed,
+            "guide_roles": cfg.guide_roles, "selection": cfg.selection, "switch_margin": cfg.switch_margin,
+            "switch_margin_rule": cfg.switch_margin_rule, "shard": list(cfg.shard) if cfg.shard else None,
+            "policy": spec.describe(), "prm_path": prm_path, "broken_games": job.broken_games,
             # each game's clemgame.json benchmark tags: report splits clemscore / statscore without --games-dir
-            "game_benchmarks": {e.name: e.benchmarks for e in entries},
+            "game_benchmarks": job.game_benchmarks,
             "gate": cfg.gate_reasons,  # per-game gating: which games were guided and why (None: every game)
         })
-        runner.write_experiment_files([t for t in tasks if t.benchmark is not None], name, gen_args)
+        settings = cfg.search_settings()
         is_guided = guide_filter(cfg.guide_roles, cfg.guided_games)
         choose_turns, search_episodes = None, None
         if cfg.decoding_mode.per_episode:
@@ -132,7 +113,7 @@ def run_eval(cfg: EvalConfig, *, policy=None, scorer=None, progress: bool = True
             choose_turns = turn_player(cfg.mode, policy, scorer, settings, is_guided, cfg.temperature,
                                        cfg.guided_games)
         summary = runner.play(
-            tasks, policy_name=name, run_dir=run_dir, gen_args=gen_args, batch_size=cfg.batch_size,
-            retry_errors=cfg.retry_errors, broken=broken, progress=progress, choose_turns=choose_turns,
+            job.tasks, policy_name=job.name, run_dir=job.run_dir, gen_args=job.gen_args, batch_size=cfg.batch_size,
+            retry_errors=cfg.retry_errors, broken=job.broken, progress=progress, choose_turns=choose_turns,
             search_episodes=search_episodes)
-    return run_dir, summary
+    return job.run_dir, summary

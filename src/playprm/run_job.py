@@ -1,0 +1,147 @@
+"""One run job, shared by eval and collect: the results folder a run plays into, opened new or resumed.
+
+``open_run`` names the folder (clembench's model pair, ``<model>-<tag>--<model>-<tag>``), computes the run's
+fingerprint (``results.run_record``), loads the games' benchmarks, plans the episodes and holds the folder: its
+lock, then the fingerprint check that refuses resuming another run, both before any model loads. The command
+then loads its models and calls ``RunJob.write_metadata``: clemcore's ``run.json``, playprm's
+``playprm_run.json`` and each experiment's ``experiment.json``. Playing the planned episodes is the runner's
+(eval) or collect's loop.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from playprm import atomic, run_lock
+from playprm.episode import EpisodeTask
+from playprm.errors import UsageError
+from playprm.names import check_component, check_inside
+from playprm.results.layout import EXPERIMENT_FILE, RUN_FILE, instance_folder
+from playprm.results.run_record import RunRecord, claim_fingerprint, run_fingerprint
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class RunJob:
+    """An opened run folder, held until its ``with`` block ends."""
+
+    name: str  # the model name its results carry: "<policy>-<tag>"
+    run_dir: Path
+    tasks: list[EpisodeTask]  # planned episodes, those already written included (the loop skips them)
+    broken: dict[str, BaseException]  # games whose code failed to load: their episodes have no benchmark
+    fingerprint: dict  # what playprm_run.json records: this run's, its instances joined with those recorded
+    gen_args: dict  # temperature and max_tokens, as clemcore's run.json and experiment.json record them
+    game_benchmarks: dict[str, list]  # each game's clemgame.json benchmark tags
+
+    @property
+    def broken_games(self) -> dict[str, str]:
+        """``{game: why it failed to load}``, as playprm_run.json records it."""
+        return {game: str(error) for game, error in self.broken.items()}
+
+    def write_metadata(self, settings: dict) -> None:
+        """clemcore's run.json (kept if present), playprm_run.json (the fingerprint's mode fields, then the
+        command's ``settings``) and the experiment.json of every experiment with a loaded game."""
+        from clemcore import get_version
+
+        run_file = self.run_dir / RUN_FILE
+        if not run_file.exists():
+            infos = {str(i): {"model_spec": {"model_name": self.name, "backend": "playprm"},
+                              "gen_args": self.gen_args} for i in range(2)}
+            atomic.write_json(run_file, {"clem_version": get_version(), "created": datetime.now().isoformat(),
+                                         "player_models": infos, "games": {g: {} for g in self.game_benchmarks}})
+        RunRecord.of_run(self.fingerprint, settings).write(self.run_dir)
+        written = set()
+        for task in self.tasks:
+            path = task.episode_dir.parent / EXPERIMENT_FILE
+            if task.benchmark is None or path in written or path.exists():
+                continue
+            written.add(path)
+            config = {k: v for k, v in task.experiment.items() if k != "game_instances"}
+            config.update(timestamp=datetime.now().isoformat(), game_name=task.game,
+                          player_models={"0": {"model_spec": {"model_name": self.name}, "gen_args": self.gen_args}})
+            atomic.write_json(path, config)
+
+
+@contextmanager
+def open_run(results_dir: Path, spec, tag: str, entries, instances: dict, *, settings: dict, temperature: float,
+             max_tokens: int, **plan_options) -> Iterator[RunJob]:
+    """Open (or resume) the run of policy ``spec`` with folder tag ``tag`` under ``results_dir`` for the
+    ``with`` block. ``settings``: what changes the run's numbers besides the policy and the instances (its
+    fingerprint; ``mode`` and ``env_lookahead`` among them); ``plan_options``: ``plan``'s. The refusals (another
+    run holds the folder, or recorded other settings) are one-line UsageErrors."""
+    name = f"{spec.name}-{tag}"
+    run_dir = results_dir / pair_folder(name)
+    fingerprint = run_fingerprint(spec, settings, instances)
+    benchmarks, broken = load_benchmarks(entries)
+    try:
+        tasks = plan(entries, instances, benchmarks, run_dir, **plan_options)
+        with run_lock.hold(run_dir):
+            yield RunJob(name=name, run_dir=run_dir, tasks=tasks, broken=broken,
+                         fingerprint=claim_fingerprint(run_dir, fingerprint),
+                         gen_args={"temperature": temperature, "max_tokens": max_tokens},
+                         game_benchmarks={entry.name: entry.benchmarks for entry in entries})
+    finally:
+        for benchmark in benchmarks.values():
+            benchmark.close()
+
+
+def prepare_games(games: list[str], game_all: bool, games_dir: Path | None, limit: int | None):
+    """Resolve games and read their instances (all validation, no model): ``(entries, {game: [(experiment,
+    instance), ...]})``."""
+    from playprm.games.registry import load_instances, resolve_games
+
+    entries = resolve_games(games or None, all_games=game_all, games_dir=games_dir)
+    instances = {entry.name: load_instances(entry, limit=limit) for entry in entries}
+    empty = [name for name, rows in instances.items() if not rows]
+    if empty:
+        raise UsageError(f"no instances to play for {', '.join(empty)}; check their in/instances.json")
+    return entries, instances
+
+
+def pair_folder(name: str) -> str:
+    """clembench names runs by model pair; self-play uses the same name twice, for one- and two-player games."""
+    return check_component(f"{name}--{name}", where="the run folder (from the model name and decoding mode)")
+
+
+def load_benchmarks(entries) -> tuple[dict, dict]:
+    """clemcore GameBenchmarks per game; a game whose code fails to load is returned with its error."""
+    from clemcore.clemgame import GameBenchmark
+
+    loaded, broken = {}, {}
+    for entry in entries:
+        try:
+            loaded[entry.name] = GameBenchmark.load_from_spec(entry.spec)
+        except Exception as error:  # e.g. a clembench game written for another clemcore version
+            if isinstance(error, ModuleNotFoundError) and (error.name or "").startswith("playprm."):
+                # `playprm instances` copies the built-in games' code, which imports playprm's own modules
+                error = ModuleNotFoundError(f"{error}: this copy of a built-in game was written by another playprm "
+                                            "version; write its folder again with `playprm instances`",
+                                            name=error.name)
+            logger.warning("game %s failed to load: %s", entry.name, error)
+            broken[entry.name] = error
+    return loaded, broken
+
+
+def plan(entries, instances: dict, benchmarks: dict, run_dir: Path, *, samples: int = 1,
+         shard: tuple[int, int] | None = None, folder: Callable | None = None) -> list[EpisodeTask]:
+    """Episodes to play, in a deterministic order; ``instances[game]`` is a list of (experiment, instance)."""
+    tasks = []
+    for entry in entries:
+        for experiment, instance in instances[entry.name]:
+            for sample in range(samples):
+                name = folder(instance, sample) if folder else instance_folder(instance.get("game_id"))
+                episode_dir = check_inside(run_dir / entry.name / experiment["name"] / name, run_dir)
+                tasks.append(EpisodeTask(
+                    game=entry.name, benchmark=benchmarks.get(entry.name), experiment=experiment,
+                    instance=instance, episode_dir=episode_dir, sample=sample,
+                ))
+    if shard is not None:
+        index, count = shard
+        tasks = [t for i, t in enumerate(tasks) if i % count == index]
+    return tasks
