@@ -80,7 +80,7 @@ def run_eval(cfg: EvalConfig, *, policy=None, scorer=None, progress: bool = True
     from playprm import runner
     from playprm.models.registry import resolve_policy
     from playprm.models.vllm_policy import check_installed
-    from playprm.players import load_policy
+    from playprm.players import load_policy, load_scorer
     from playprm.results.run_record import instance_digests, policy_fingerprint
 
     cfg.validate()
@@ -97,14 +97,8 @@ def run_eval(cfg: EvalConfig, *, policy=None, scorer=None, progress: bool = True
     with runner.open_run(entries, instances, run_dir, fingerprint, shard=cfg.shard) as (tasks, broken, fingerprint):
         if policy is None:
             policy = load_policy(spec)
-        if scorer is None and cfg.scorer != "prm":
-            from playprm.players import SCORER_CLASSES
-
-            scorer = SCORER_CLASSES[cfg.scorer]()
-        if scorer is None and cfg.decoding_mode.guided:
-            from playprm.prm.scorer import PRMScorer
-
-            scorer = PRMScorer.from_path(cfg.prm_path, load_in_4bit=spec.load_in_4bit)
+        if scorer is None and cfg.decoding_mode.guided:  # EvalConfig allows other scorers with best-of-n only
+            scorer = load_scorer(cfg.scorer, prm_path=cfg.prm_path, load_in_4bit=spec.load_in_4bit)
         settings = cfg.search_settings()
         gen_args = {"temperature": cfg.temperature, "max_tokens": cfg.max_tokens}
         runner.write_run_metadata(run_dir, policy_name=name, gen_args=gen_args, games=[e.name for e in entries],
