@@ -82,6 +82,7 @@ def run_eval(cfg: EvalConfig, *, policy=None, scorer=None, progress: bool = True
     from playprm.models.vllm_policy import check_installed
     from playprm.players import load_policy, load_scorer
     from playprm.results.run_record import instance_digests, policy_fingerprint
+    from playprm.transformers_runtime import choose_cpu_threads
 
     cfg.validate()
     entries, instances = prepare_games(cfg.games, cfg.game_all, cfg.games_dir, cfg.limit)
@@ -95,6 +96,7 @@ def run_eval(cfg: EvalConfig, *, policy=None, scorer=None, progress: bool = True
     fingerprint = {**policy_fingerprint(spec), **cfg.decoding(), "prm_path": prm_path,
                    "instances": instance_digests(instances)}
     with runner.open_run(entries, instances, run_dir, fingerprint, shard=cfg.shard) as (tasks, broken, fingerprint):
+        choose_cpu_threads()  # once per run, before any model loads
         if policy is None:
             policy = load_policy(spec)
         if scorer is None and cfg.decoding_mode.guided:  # EvalConfig allows other scorers with best-of-n only

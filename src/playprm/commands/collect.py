@@ -66,6 +66,7 @@ def run_collect(policy_model: str, games, game_all, games_dir, limit, results_di
     from playprm.players import load_policy
     from playprm.results.layout import sample_folder
     from playprm.results.run_record import instance_digests, policy_fingerprint
+    from playprm.transformers_runtime import choose_cpu_threads
 
     validate(settings, limit)
     if not games and not game_all:
@@ -80,6 +81,7 @@ def run_collect(policy_model: str, games, game_all, games_dir, limit, results_di
     with runner.open_run(entries, instances, run_dir, fingerprint, samples=settings.samples_per_instance,
                          folder=sample_folder) as (tasks, broken, fingerprint):
         tasks = [t for t in tasks if t.benchmark is not None]
+        choose_cpu_threads()  # once per run, before the model loads
         policy = policy or load_policy(spec)
         gen_args = {"temperature": settings.temperature, "max_tokens": settings.max_tokens}
         runner.write_run_metadata(run_dir, policy_name=name, gen_args=gen_args, games=[e.name for e in entries],

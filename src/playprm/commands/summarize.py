@@ -20,10 +20,12 @@ def register(subparsers) -> None:
 def run(args) -> int:
     from playprm.pipeline.small import SmallPreset
     from playprm.pipeline.summary import summarize_small
+    from playprm.transformers_runtime import choose_cpu_threads
 
     if not (args.workdir / "results").is_dir():
         raise UsageError(f"--workdir {args.workdir} has no results/ folder; run `playprm pipeline --preset small` "
                          "first")
+    choose_cpu_threads()  # once per run, before the PRM loads (held-out calibration)
     command = f"playprm pipeline --preset {args.preset} --seed {args.seed} --workdir {args.workdir}"
     paths = summarize_small(args.workdir, SmallPreset(seed=args.seed), command=command, n_resamples=args.resamples)
     print("wrote " + ", ".join(map(str, paths)))

@@ -21,7 +21,7 @@ import torch
 from playprm import chat, prefix_cache
 from playprm.models.base import Candidate
 from playprm.search.scorers import ScoreStats, score_by_text
-from playprm.transformers_runtime import choose_cpu_threads, select_rows
+from playprm.transformers_runtime import select_rows
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +43,6 @@ class PRMScorer:
     def from_path(cls, path: str | Path, *, chat_template_kwargs: dict | None = None, load_in_4bit: bool = False):
         from playprm.prm.model import load_prm
 
-        choose_cpu_threads()
         model, tokenizer, config = load_prm(path, load_in_4bit=load_in_4bit)
         kwargs = chat_template_kwargs if chat_template_kwargs is not None else config.get("chat_template_kwargs")
         return cls(model, tokenizer, chat_template_kwargs=kwargs)
