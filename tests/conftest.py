@@ -49,6 +49,15 @@ def shared_sample() -> Path:
     return SHARED_SAMPLE
 
 
+@pytest.fixture(scope="session", autouse=True)
+def run_threads():
+    """A test session is one run: its CPU threads are decided once, as a playprm command decides them (model
+    loaders leave them alone; tests call loaders without a command in front)."""
+    from playprm.transformers_runtime import choose_cpu_threads
+
+    choose_cpu_threads()
+
+
 @pytest.fixture(scope="module")
 def one_cpu_thread():
     """The tiny model gains nothing from more threads, and on a shared CPU they only contend; restored after."""

@@ -180,9 +180,9 @@ class RecordingScorer:
         self.stats = ScoreStats()
         self.seen: list[str] = []
 
-    def score(self, contexts, candidates):
-        self.seen += [text for group in candidates for text in group]
-        return [[len(text) % 7 / 7 for text in group] for group in candidates]
+    def score_candidates(self, contexts, candidates):
+        self.seen += [c.text for group in candidates for c in group]
+        return [[len(c.text) % 7 / 7 for c in group] for group in candidates]
 
 
 @pytest.mark.parametrize("mode", ["best-of-n", "lf-beam", "beam-search"])

@@ -68,3 +68,43 @@ def test_the_recorded_base_is_compared_as_hub_id_or_folder(tmp_path, recorded, l
     recorded, loading = recorded.format(tmp=tmp_path), loading.format(tmp=tmp_path)
     (tmp_path / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": recorded}))
     assert (other_base(tmp_path, loading) == recorded) is warned
+
+
+def test_one_decision_loads_the_policy_the_prm_and_the_trainers_as_each_needs(monkeypatch):
+    import torch
+
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    from playprm.models.loading import pretrained_loading
+
+    policy = pretrained_loading("policy", device="cuda", load_in_4bit=True, trust_remote_code=True)
+    assert (policy.dtype, policy.load_in_4bit, policy.device_map) == (torch.bfloat16, True, "auto")
+    assert policy.kwargs()["trust_remote_code"] is True and "quantization_config" in policy.kwargs()
+    prm = pretrained_loading("prm", device="cuda", load_in_4bit=True)
+    assert (prm.dtype, prm.load_in_4bit, prm.device_map) == (torch.bfloat16, True, None)  # whole, then moved
+    trainer = pretrained_loading("train", device="cuda", dtype=torch.float32, load_in_4bit=True)
+    assert (trainer.dtype, trainer.device_map) == (torch.float32, {"": 0})  # this process's GPU
+    assert pretrained_loading("train", device="cuda", load_in_4bit=True, sharded=True).device_map is None
+    for role in ("policy", "prm", "train"):  # on CPU: no 4-bit, the checkpoint's dtype unless one is asked for
+        cpu = pretrained_loading(role, device="cpu", load_in_4bit=True)
+        assert cpu.kwargs() == {"trust_remote_code": False}
+        assert pretrained_loading(role, device="cpu", dtype="float32").kwargs()["dtype"] == "float32"
+    assert pretrained_loading("policy", device="cpu").gguf_dtype() == "fp32"
+    assert pretrained_loading("policy", device="cuda", dtype="auto").gguf_dtype() == "bf16"
+
+
+def test_a_prm_on_a_base_that_runs_its_own_code_loads_with_it(card_models, tmp_path, monkeypatch):
+    from playprm.prm import model as prm_model
+
+    model, tokenizer, _ = prm_model.load_prm(card_models["prm"], device="cpu")
+    model.save(tmp_path / "remote", tokenizer=tokenizer, trust_remote_code=True)
+    model.save(tmp_path / "plain", tokenizer=tokenizer)
+    assert json.loads((tmp_path / "remote" / prm_model.PRM_CONFIG).read_text())["trust_remote_code"] is True
+    assert "trust_remote_code" not in json.loads((tmp_path / "plain" / prm_model.PRM_CONFIG).read_text())
+    asked = []
+    load = prm_model.TextBackbone.from_pretrained
+    monkeypatch.setattr(prm_model.TextBackbone, "from_pretrained",
+                        staticmethod(lambda model_id, **kwargs: asked.append(kwargs["trust_remote_code"])
+                                     or load(model_id, **kwargs)))
+    prm_model.load_prm(tmp_path / "remote", device="cpu")
+    prm_model.load_prm(tmp_path / "plain", device="cpu")
+    assert asked == [True, False]

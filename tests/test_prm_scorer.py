@@ -65,3 +65,16 @@ def test_out_of_memory_halves_the_batch_and_retries(scorer, monkeypatch):
     flat = [x for group in scores for x in group]
     expected = [x for group in scorer.score_naive(CONTEXTS, CANDIDATES) for x in group]
     assert flat == pytest.approx(expected, abs=1e-5)
+
+
+def test_candidates_with_one_text_are_scored_once_and_share_its_score(scorer):
+    from playprm.models.base import Candidate
+
+    texts = ["GUESS: house", "GUESS: house", "no idea", "GUESS: house"]
+    candidates = [[Candidate(text=t, num_tokens=len(t.split()), logprob=-float(k)) for k, t in enumerate(texts)]]
+    before = scorer.stats.candidate_tokens
+    [scores] = scorer.score_candidates(CONTEXTS[:1], candidates)
+    charged = scorer.stats.candidate_tokens - before
+    [distinct] = scorer.score(CONTEXTS[:1], [["GUESS: house", "no idea"]])
+    assert scores == pytest.approx([distinct[0], distinct[0], distinct[1], distinct[0]], abs=1e-5)
+    assert charged == scorer.stats.candidate_tokens - before - charged  # two texts charged, not four

@@ -152,8 +152,8 @@ class CountingScorer:
 
         self.stats = ScoreStats()
 
-    def score(self, contexts, candidates):
-        return [[t.count("A") / max(1, t.count("|")) for t in group] for group in candidates]
+    def score_candidates(self, contexts, candidates):
+        return [[c.text.count("A") / max(1, c.text.count("|")) for c in group] for group in candidates]
 
 
 def test_lookahead_free_beam_grows_the_reply_the_prm_ranks_best_without_the_game():

@@ -16,6 +16,7 @@ from playprm.prm import switch_margin
 from playprm.prm.scorer import ScoreStats
 from playprm.search import best_of_n
 from playprm.search.base import SearchSettings
+from playprm.search.scorers import score_by_text
 from playprm.search.selection import repeats, select
 
 CONTEXT = [{"role": "user", "content": "Say a word."}]
@@ -41,10 +42,13 @@ class TableScorer:
         self.stats = ScoreStats()
         self.seen: list[list[str]] = []
 
-    def score(self, contexts, candidates):
-        self.seen += [list(group) for group in candidates]
-        self.stats.candidate_tokens += sum(len(group) for group in candidates)
-        return [[self.table[text] for text in group] for group in candidates]
+    def score_candidates(self, contexts, candidates):
+        return score_by_text(self.score_texts, contexts, candidates)  # as the PRM: identical texts once
+
+    def score_texts(self, contexts, texts):
+        self.seen += [list(group) for group in texts]
+        self.stats.candidate_tokens += sum(len(group) for group in texts)
+        return [[self.table[text] for text in group] for group in texts]
 
 
 def settings(**values) -> SearchSettings:

@@ -14,13 +14,13 @@ class WordleOracleScorer:
         self.target = target.lower()
         self.stats = ScoreStats()
 
-    def score(self, contexts, candidates):
+    def score_candidates(self, contexts, candidates):
         scores = []
         for group in candidates:
             row = []
-            for text in group:
+            for candidate in group:
                 try:
-                    guess = parse_tagged(text, "GUESS").strip().lower()
+                    guess = parse_tagged(candidate.text, "GUESS").strip().lower()
                     pattern = rules.feedback(guess, self.target)
                 except Exception:
                     row.append(0.0)

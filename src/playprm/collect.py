@@ -70,6 +70,7 @@ def run_collect(policy_model: str, games: list[str], game_all: bool, games_dir: 
     from playprm.models.registry import resolve_policy
     from playprm.models.vllm_policy import check_installed
     from playprm.players import load_policy
+    from playprm.transformers_runtime import choose_cpu_threads
 
     settings.validate()
     if limit is not None and limit < 1:
@@ -83,6 +84,7 @@ def run_collect(policy_model: str, games: list[str], game_all: bool, games_dir: 
     with open_run(results_dir, spec, f"t{float(settings.temperature)}-collect", entries, instances,
                   settings=settings.decoding(), temperature=settings.temperature, max_tokens=settings.max_tokens,
                   samples=settings.samples_per_instance, folder=sample_folder) as job:
+        choose_cpu_threads()  # once per run, before the model loads
         policy = policy or load_policy(spec)
         job.write_metadata({**asdict(settings), "policy": spec.describe(), "broken_games": job.broken_games})
         summary = collect([t for t in job.tasks if t.benchmark is not None], policy=policy, policy_name=job.name,

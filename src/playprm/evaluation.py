@@ -68,8 +68,9 @@ def run_eval(cfg: EvalConfig, *, policy=None, scorer=None, progress: bool = True
     from playprm import runner
     from playprm.models.registry import resolve_policy
     from playprm.models.vllm_policy import check_installed
-    from playprm.players import load_policy
+    from playprm.players import load_policy, load_scorer
     from playprm.run_job import open_run, prepare_games
+    from playprm.transformers_runtime import choose_cpu_threads
 
     cfg.validate()
     entries, instances = prepare_games(cfg.games, cfg.game_all, cfg.games_dir, cfg.limit)
@@ -81,16 +82,11 @@ def run_eval(cfg: EvalConfig, *, policy=None, scorer=None, progress: bool = True
     with open_run(cfg.results_dir, spec, cfg.mode_tag(), entries, instances,
                   settings={**cfg.decoding(), "prm_path": prm_path}, temperature=cfg.temperature,
                   max_tokens=cfg.max_tokens, shard=cfg.shard) as job:
+        choose_cpu_threads()  # once per run, before any model loads
         if policy is None:
             policy = load_policy(spec)
-        if scorer is None and cfg.scorer != "prm":
-            from playprm.players import SCORER_CLASSES
-
-            scorer = SCORER_CLASSES[cfg.scorer]()
-        if scorer is None and cfg.decoding_mode.guided:
-            from playprm.prm.scorer import PRMScorer
-
-            scorer = PRMScorer.from_path(cfg.prm_path, load_in_4bit=spec.load_in_4bit)
+        if scorer is None and cfg.decoding_mode.guided:  # EvalConfig allows other scorers with best-of-n only
+            scorer = load_scorer(cfg.scorer, prm_path=cfg.prm_path, load_in_4bit=spec.load_in_4bit)
         job.write_metadata({
             "beam_width": cfg.beam_width, "aggregate": cfg.aggregate, "temperature": cfg.temperature,
             "max_tokens": cfg.max_tokens, "num_beam_iterations": cfg.num_beam_iterations, "seed": cfg.seed,

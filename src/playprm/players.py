@@ -3,22 +3,42 @@ players written for the built-in games (``games.builtin``).
 
 A ``--policy-model`` name becomes a ``PolicySpec`` in ``models.registry.resolve_policy`` (``scripted:``,
 ``programmatic:``, a registry entry, a model folder, a .gguf file, a hub id) and a policy in ``load_policy``
-here; a ``--scorer`` name other than ``prm`` (the trained PRM, loaded from ``--prm-path``) names a class of
-``SCORER_CLASSES``.
+here. A ``--scorer`` name is a row of ``SCORER_KINDS`` and a scorer (``search.scorers.Scorer``) in
+``load_scorer``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
 from playprm import models
 from playprm.games.builtin.expert import ExpertScorer
 from playprm.models.base import Policy, PolicySpec
-from playprm.search.scorers import LogprobScorer
+from playprm.search.scorers import LogprobScorer, Scorer
 
-# --scorer name -> what ranks best-of-n candidates without a PRM: the policy's own mean token log-probability
-# (the no-PRM baseline); the programmatic expert's judgement of the player's context (an upper bound that sees
-# no hidden game state)
-SCORER_CLASSES = {"logprob": LogprobScorer, "expert": ExpertScorer}
-SCORERS = ("prm", *SCORER_CLASSES)  # every --scorer: the trained PRM (--prm-path) first, the eval default
+
+def _prm(prm_path: Path, load_in_4bit: bool) -> Scorer:
+    from playprm.prm.scorer import PRMScorer
+
+    return PRMScorer.from_path(prm_path, load_in_4bit=load_in_4bit)
+
+
+# every --scorer: name -> the scorer made from (--prm-path, whether the policy loads in 4 bits). The trained PRM
+# first, the eval default (4-bit with a 4-bit policy); then what ranks best-of-n candidates without a PRM: the
+# policy's own mean token log-probability (the no-PRM baseline), and the programmatic expert's judgement of the
+# player's context (an upper bound for the built-in games that sees no hidden game state)
+SCORER_KINDS: dict[str, Callable[[Path | None, bool], Scorer]] = {
+    "prm": _prm,
+    "logprob": lambda prm_path, load_in_4bit: LogprobScorer(),
+    "expert": lambda prm_path, load_in_4bit: ExpertScorer(),
+}
+SCORERS = tuple(SCORER_KINDS)  # the names, in the table's order (--scorer's choices)
+
+
+def load_scorer(name: str, *, prm_path: Path | None, load_in_4bit: bool = False) -> Scorer:
+    """The ``--scorer`` ``name`` (one of ``SCORERS``, validated by ``EvalConfig``), ready to score."""
+    return SCORER_KINDS[name](prm_path, load_in_4bit)
 
 
 def load_policy(spec: PolicySpec) -> Policy:

@@ -1,6 +1,7 @@
 """How playprm runs transformers models, shared by the policy (``models.hf``), the PRM (``prm``) and training
-(``train``): the model card's 4-bit quantization, CPU threads, left-padded batches and KV-cache rows across
-transformers 5.x releases (``past_key_values`` was renamed ``cache``). It imports neither models nor prm."""
+(``train``): CPU threads (decided once per run, where it starts), left-padded batches and KV-cache rows across
+transformers 5.x releases (``past_key_values`` was renamed ``cache``). How their weights load: ``models.loading``.
+It imports neither models nor prm."""
 
 from __future__ import annotations
 
@@ -11,20 +12,10 @@ from functools import lru_cache
 import torch
 
 
-def bnb_4bit_config():
-    """The model card's quantization: 4-bit NF4, double quantization, bf16 compute."""
-    from transformers import BitsAndBytesConfig
-
-    return BitsAndBytesConfig(
-        load_in_4bit=True,
-        bnb_4bit_quant_type="nf4",
-        bnb_4bit_use_double_quant=True,
-        bnb_4bit_compute_dtype=torch.bfloat16,
-    )
-
-
 def choose_cpu_threads() -> None:
-    """On CPU, one torch thread unless ``OMP_NUM_THREADS`` asks for more (torch reads it at start-up).
+    """On CPU, one torch thread unless ``OMP_NUM_THREADS`` asks for more (torch reads it at start-up). A process-wide
+    setting, so a run decides it once where it starts (``play.run_eval``, ``collect``, the trainers, ``summarize``,
+    ``bench``, the clemcore backend's ``get_model_for``), never a model loader.
 
     Measured when issue 13 was filed (2 cores, real clembench games, the tiny policy): one thread was faster than
     every core for playprm's batched play, idle (18.2 s against 19.7 s) and beside another busy process (21.9 s

@@ -119,6 +119,8 @@ STARTUP = """
 from playprm import evaluation, run_job, runner  # what playprm eval imports, clemcore's games among it
 from playprm.models.hf import HFPolicy
 from playprm.models.registry import resolve_policy
+from playprm.transformers_runtime import choose_cpu_threads
+choose_cpu_threads()  # as run_eval decides them
 HFPolicy(resolve_policy({path!r}))
 """
 

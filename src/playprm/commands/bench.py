@@ -44,6 +44,9 @@ def run(args) -> int:
         os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
         os.environ["PLAYPRM_BENCH_SET_WAIT_POLICY"] = "1"  # so that the user processes it starts run without it
     from playprm.bench.suite import run_suite, write_outputs
+    from playprm.transformers_runtime import choose_cpu_threads
+
+    choose_cpu_threads()  # as playprm's runs decide them (the in-process figures time their paths with it)
 
     command = "playprm " + " ".join(sys.argv[1:]) if "bench" in sys.argv[1:] else "playprm bench"
     figures, machine, total = run_suite(quick=args.quick, only=args.only, work=args.work,

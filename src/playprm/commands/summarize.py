@@ -22,10 +22,13 @@ def run(args) -> int:
     from playprm.pipeline.small import SmallPreset
     from playprm.pipeline.smol import SmolPreset
     from playprm.pipeline.summary import summarize_small, summarize_smol
+    from playprm.transformers_runtime import choose_cpu_threads
 
     if not (args.workdir / "results").is_dir():
-        raise UsageError(f"--workdir {args.workdir} has no results/ folder; run `playprm pipeline --preset {args.preset}` "
+        raise UsageError(f"--workdir {args.workdir} has no results/ folder; run "
+                         f"`playprm pipeline --preset {args.preset}` "
                          "first")
+    choose_cpu_threads()  # once per run, before the PRM loads (held-out calibration)
     command = f"playprm pipeline --preset {args.preset} --seed {args.seed} --workdir {args.workdir}"
     if args.preset == "smol":
         paths = summarize_smol(args.workdir, SmolPreset(seed=args.seed), command=command, n_resamples=args.resamples)

@@ -27,6 +27,9 @@ def run(args) -> int:
     from playprm.train.prm import train_prm
     from playprm.train.prm_config import PRMTrainingConfig
     from playprm.train.recipe import prepare_run
+    from playprm.transformers_runtime import choose_cpu_threads
+
+    choose_cpu_threads()  # once per run, before the base model loads
 
     config, base, data_dir = prepare_run(args, PRMTrainingConfig, "train-prm", {"loss": args.loss})
     metrics = train_prm(config, base, data_dir, resume=args.resume)

@@ -25,6 +25,9 @@ def run(args) -> int:
     from playprm.train.recipe import prepare_run
     from playprm.train.sft import train_sft
     from playprm.train.sft_config import SFTTrainingConfig
+    from playprm.transformers_runtime import choose_cpu_threads
+
+    choose_cpu_threads()  # once per run, before the base model loads
 
     config, base, data_dir = prepare_run(args, SFTTrainingConfig, "train-sft")
     metrics = train_sft(config, base, data_dir, resume=args.resume)

@@ -44,4 +44,8 @@ class PlayprmModel(BatchGenerativeModel):
 
 class PlayprmBackend(Backend):
     def get_model_for(self, model_spec: ModelSpec) -> PlayprmModel:
+        """clem run's entry into playprm: its CPU threads decided, as a playprm run decides them, then the model."""
+        from playprm.transformers_runtime import choose_cpu_threads
+
+        choose_cpu_threads()
         return PlayprmModel(model_spec)

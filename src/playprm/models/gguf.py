@@ -76,9 +76,12 @@ def require_package() -> None:
 
 
 def torch_dtype(name: str):
-    """The torch dtype of ``fp32`` / ``bf16`` (``--dtype``) or of a registry entry's ``model_config.dtype``."""
+    """The torch dtype of ``fp32`` / ``bf16`` (``--dtype``) or of a registry entry's ``model_config.dtype`` (a torch
+    dtype as it is)."""
     import torch
 
+    if isinstance(name, torch.dtype):
+        return name
     return {"fp32": torch.float32, "float32": torch.float32, "bf16": torch.bfloat16, "bfloat16": torch.bfloat16,
             "fp16": torch.float16, "float16": torch.float16}[name]
 

@@ -22,53 +22,38 @@ import torch
 from playprm import chat, prefix_cache
 from playprm.models import gguf, replies
 from playprm.models.base import Candidate, PolicySpec
-from playprm.transformers_runtime import (
-    bnb_4bit_config,
-    cache_kwargs,
-    choose_cpu_threads,
-    left_padded,
-    output_cache,
-    repeat_rows,
-    select_rows,
-)
+from playprm.models.loading import pretrained_loading
+from playprm.transformers_runtime import cache_kwargs, left_padded, output_cache, repeat_rows, select_rows
 
 logger = logging.getLogger(__name__)
 
 
 def load_causal_lm(spec: PolicySpec, *, device: str | None = None):
-    """Load model and tokenizer for ``spec`` (4-bit on CUDA when asked, PEFT adapter when given)."""
+    """Load model and tokenizer for ``spec`` as ``models.loading`` decides (4-bit on CUDA when asked), with its
+    PEFT adapter when given."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    cuda = torch.cuda.is_available()
-    device = device or ("cuda" if cuda else "cpu")
-    kwargs: dict = {"trust_remote_code": spec.trust_remote_code}
+    loading = pretrained_loading("policy", device=device, dtype=spec.dtype, load_in_4bit=spec.load_in_4bit,
+                                 trust_remote_code=spec.trust_remote_code)
     if spec.trust_remote_code:
         print(f"playprm: trust_remote_code=True for {spec.model_id} (asked for by {spec.lookup_source})")
-    if cuda:
-        kwargs.update(dtype=torch.bfloat16, device_map="auto")
-        if spec.load_in_4bit:
-            kwargs["quantization_config"] = bnb_4bit_config()
-    elif spec.load_in_4bit:
+    if spec.load_in_4bit and not loading.load_in_4bit:
         print(f"playprm: load_in_4bit needs CUDA; loading {spec.model_id} unquantized on CPU")
-    if spec.dtype:  # model_config.dtype, as vLLM gets it (fp32 on CPU: greedy equal to vLLM's token for token)
-        kwargs["dtype"] = spec.dtype
-    choose_cpu_threads()
-    if gguf.is_gguf_path(spec.model_id):  # de-quantised in memory (bf16 on CUDA, as a folder would load)
-        dtype = spec.dtype if spec.dtype not in (None, "auto") else "bf16" if cuda else "fp32"
-        model, tokenizer = gguf.load(spec.model_id, dtype=dtype)
-        if cuda:
-            model.to(device)
+    if gguf.is_gguf_path(spec.model_id):  # de-quantised in memory
+        model, tokenizer = gguf.load(spec.model_id, dtype=loading.gguf_dtype())
+        if loading.cuda:
+            model.to(loading.device)
     else:
         tokenizer = AutoTokenizer.from_pretrained(spec.model_id, trust_remote_code=spec.trust_remote_code)
-        model = AutoModelForCausalLM.from_pretrained(spec.model_id, **kwargs)
+        model = AutoModelForCausalLM.from_pretrained(spec.model_id, **loading.kwargs())
     if spec.peft_model:
         from playprm.models.adapter_base import warn_if_other_base
         warn_if_other_base(spec.peft_model, spec.model_id)  # PEFT loads on any base of matching shapes
         from playprm.models.adapters import load_adapter
 
         model = load_adapter(model, spec.peft_model)  # either layout of a multimodal checkpoint
-    if not cuda:
-        model.to(device)
+    if not loading.cuda:
+        model.to(loading.device)
     model.eval()
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token

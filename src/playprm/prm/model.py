@@ -7,7 +7,8 @@ encoding the context once and reusing its KV cache (see ``playprm.prm.scorer``).
 
 On disk (``--prm-path``)::
 
-    prm_config.json      format, where the backbone comes from, adapter and head files
+    prm_config.json      format, where the backbone comes from, adapter and head files (and
+                         trust_remote_code when the backbone runs its checkpoint's own code)
     head.safetensors     the scalar head (hidden -> 1)
     backbone/            full backbone weights (tiny models), or
     adapter/             a PEFT adapter over ``base_model`` (trained PRMs)
@@ -103,8 +104,9 @@ class ProcessRewardModel(nn.Module):
         return PRMOutput(logits=logits, past_key_values=output_cache(out) if use_cache else None)
 
     def save(self, path: str | Path, *, tokenizer=None, base_model: str | None = None,
-             chat_template_kwargs: dict | None = None) -> Path:
-        """Save to ``path``. With ``base_model`` and a PEFT backbone only the adapter is written."""
+             chat_template_kwargs: dict | None = None, trust_remote_code: bool = False) -> Path:
+        """Save to ``path``. With ``base_model`` and a PEFT backbone only the adapter is written;
+        ``trust_remote_code``: the backbone runs its checkpoint's own code (recorded only when true)."""
         from safetensors.torch import save_file
 
         path = Path(path)
@@ -116,6 +118,8 @@ class ProcessRewardModel(nn.Module):
             "chat_template_kwargs": chat_template_kwargs or {},
             **self.config_extra,
         }
+        if trust_remote_code:  # read by load_prm; absent (false) for every other PRM, as before the key existed
+            config["trust_remote_code"] = True
         if base_model is not None and hasattr(self.backbone, "peft_config"):
             self.backbone.save_pretrained(path / "adapter")
             config.update(base_model=base_model, adapter="adapter", backbone=None)
@@ -155,34 +159,29 @@ def read_prm_config(path: str | Path) -> dict:
 
 
 def load_prm(path: str | Path, *, device: str | None = None, dtype=None, load_in_4bit: bool = False):
-    """Load a PRM and its tokenizer from ``path``; returns ``(model, tokenizer, config)``."""
+    """Load a PRM and its tokenizer from ``path`` as ``models.loading`` decides (4-bit on CUDA when asked, the
+    base model's own code when its training recorded ``trust_remote_code``); returns ``(model, tokenizer, config)``."""
     from safetensors.torch import load_file
     from transformers import AutoTokenizer
 
+    from playprm.models.loading import pretrained_loading
+
     path = Path(path)
     config = read_prm_config(path)
-    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    load_kwargs: dict[str, Any] = {}
-    if dtype is None and device.startswith("cuda"):
-        dtype = torch.bfloat16
-    if dtype is not None:
-        load_kwargs["dtype"] = dtype
-    if load_in_4bit and device.startswith("cuda"):
-        from playprm.transformers_runtime import bnb_4bit_config
-
-        load_kwargs["quantization_config"] = bnb_4bit_config()
+    loading = pretrained_loading("prm", device=device, dtype=dtype, load_in_4bit=load_in_4bit,
+                                 trust_remote_code=bool(config.get("trust_remote_code", False)))
     if config.get("adapter"):
         from peft import PeftModel
 
-        backbone = TextBackbone.from_pretrained(config["base_model"], **load_kwargs)
+        backbone = TextBackbone.from_pretrained(config["base_model"], **loading.kwargs())
         backbone = PeftModel.from_pretrained(backbone, str(path / config["adapter"]))
     else:
-        backbone = TextBackbone.from_pretrained(str(path / config["backbone"]), **load_kwargs)
+        backbone = TextBackbone.from_pretrained(str(path / config["backbone"]), **loading.kwargs())
     model = ProcessRewardModel(backbone, config["hidden_size"])
     model.head.load_state_dict(load_file(str(path / config["head"])))
-    if "quantization_config" not in load_kwargs:
-        model.to(device)
-    model.head.to(device)
+    if not loading.load_in_4bit:
+        model.to(loading.device)
+    model.head.to(loading.device)
     model.eval()
-    tokenizer = AutoTokenizer.from_pretrained(str(path))
+    tokenizer = AutoTokenizer.from_pretrained(str(path), trust_remote_code=loading.trust_remote_code)
     return model, tokenizer, config

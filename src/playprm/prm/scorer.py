@@ -5,6 +5,10 @@ Each context is encoded once; its KV cache is repeated for the N candidates, and
 ~32 tokens after a ~1000-token context this is close to the cost of scoring one (see BENCHMARKS.md), where
 the naive way costs ~8x. Across an episode's turns the context's state is kept (``playprm.prefix_cache``), so a
 turn encodes only what was added since the last one. ``score_naive`` keeps the plain full-sequence path for correctness tests.
+
+The strategies call ``score_candidates`` (``search.scorers.Scorer``, the interface of every scorer); the PRM reads
+only the candidates' texts, so it scores each distinct text of a context once, through ``score`` (texts in, the
+call a model card shows).
 """
 
 from __future__ import annotations
@@ -15,8 +19,9 @@ from pathlib import Path
 import torch
 
 from playprm import chat, prefix_cache
-from playprm.search.scorers import ScoreStats
-from playprm.transformers_runtime import choose_cpu_threads, select_rows
+from playprm.models.base import Candidate
+from playprm.search.scorers import ScoreStats, score_by_text
+from playprm.transformers_runtime import select_rows
 
 logger = logging.getLogger(__name__)
 
@@ -38,13 +43,16 @@ class PRMScorer:
     def from_path(cls, path: str | Path, *, chat_template_kwargs: dict | None = None, load_in_4bit: bool = False):
         from playprm.prm.model import load_prm
 
-        choose_cpu_threads()
         model, tokenizer, config = load_prm(path, load_in_4bit=load_in_4bit)
         kwargs = chat_template_kwargs if chat_template_kwargs is not None else config.get("chat_template_kwargs")
         return cls(model, tokenizer, chat_template_kwargs=kwargs)
 
     def _prompt(self, context: list[dict]) -> list[int]:
         return chat.prompt_ids(self.tokenizer, context, self.chat_template_kwargs)
+
+    def score_candidates(self, contexts: list[list[dict]], candidates: list[list[Candidate]]) -> list[list[float]]:
+        """Per context, the PRM probability of each of its candidates; identical texts are scored once."""
+        return score_by_text(self.score, contexts, candidates)
 
     def score(self, contexts: list[list[dict]], candidates: list[list[str]]) -> list[list[float]]:
         """Per context, the PRM probability of each of its candidates. On out-of-memory the batch is halved."""

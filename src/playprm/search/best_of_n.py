@@ -1,5 +1,5 @@
 """Best-of-N: N candidates per turn, scored with the PRM in one batch, one of them played (or ranked with a
-baseline scorer named in ``players.SCORER_CLASSES``: the policy's log-probability, the programmatic expert).
+baseline scorer named in ``players.SCORER_KINDS``: the policy's log-probability, the programmatic expert).
 
 Which one is played is ``settings.selection`` (``search.selection``): the argmax of N samples (the model card's),
 the greedy reply unless a sample beats it by ``settings.switch_margin`` (``anchored``: the greedy reply is
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from playprm.models.base import Candidate, clean_candidates
 from playprm.search.base import Choice, SearchSettings
-from playprm.search.scorers import score_candidates
 from playprm.search.selection import select
 
 
@@ -26,7 +25,7 @@ def choose(contexts: list[list[dict]], policy, scorer, settings: SearchSettings,
     generate = anchored_candidates if anchored else sampled_candidates
     outputs = clean_candidates(generate(contexts, policy, settings))
     before = scorer.stats.tokens
-    scores = score_candidates(scorer, contexts, outputs)
+    scores = scorer.score_candidates(contexts, outputs)
     spent = scorer.stats.tokens - before
     scored = [len({c.text for c in cands}) for cands in outputs]  # identical texts are scored once
     total = sum(scored) or 1

@@ -4,9 +4,10 @@ The reply is grown in chunks of ``max_tokens // num_beam_iterations`` tokens (at
 replies is extended with ``N // B`` sampled continuations (at least one), every partial reply is scored by the
 PRM as if it ended there, and the B best are kept; replies that reached their end-of-turn token stay in the pool.
 The best finished reply is played. The game only ever sees that one reply, so, unlike ``beam-search``, the mode
-is honest (``env_lookahead: false``). Partial replies grow as raw decoded text; the PRM scores, and the game
-receives, the policy's post-processing of it (``models.replies``), as for every other mode. Needs a policy that can continue a reply (``prefixes``): the transformers
-backend.
+is honest (``env_lookahead: false``). Partial replies grow as raw decoded text; the PRM scores them as candidates
+(``Scorer.score_candidates``, identical texts once) whose text is the policy's post-processing of it
+(``models.replies``), what the game receives, as for every other mode. Needs a policy that can continue a reply
+(``prefixes``): the transformers backend.
 """
 
 from __future__ import annotations
@@ -26,6 +27,11 @@ class _Partial:
     logprob: float
     finished: bool
     score: float = 0.0
+
+    def candidate(self, rule) -> Candidate:
+        """This partial reply as a candidate: the text ``rule`` (the policy's post-processing) makes of it."""
+        return Candidate(text=rule(self.raw), num_tokens=self.tokens, logprob=self.logprob, finished=self.finished,
+                         raw=self.raw)
 
 
 def choose(contexts: list[list[dict]], policy, scorer, settings: SearchSettings, *,
@@ -55,7 +61,8 @@ def choose(contexts: list[list[dict]], policy, scorer, settings: SearchSettings,
                                             beam.logprob + c.logprob,
                                             c.finished or tokens >= settings.max_tokens))
         rows = [i for i in range(len(contexts)) if children[i]]
-        scores = scorer.score([contexts[i] for i in rows], [[rule(p.raw) for p in children[i]] for i in rows])
+        scores = scorer.score_candidates([contexts[i] for i in rows],
+                                         [[p.candidate(rule) for p in children[i]] for i in rows])
         for i, group in zip(rows, scores):
             for partial, score in zip(children[i], group):
                 partial.score = score
@@ -66,8 +73,7 @@ def choose(contexts: list[list[dict]], policy, scorer, settings: SearchSettings,
     choices = []
     for i, group in enumerate(beams):
         finished = [b for b in group if b.finished] or group
-        candidates = [Candidate(text=rule(b.raw), num_tokens=b.tokens, logprob=b.logprob, finished=b.finished,
-                                raw=b.raw) for b in finished]
+        candidates = [b.candidate(rule) for b in finished]
         scores = [b.score for b in finished]
         best = select(scores, [c.text for c in candidates], selection="argmax",
                       rejected=rejected[i] if rejected else None)

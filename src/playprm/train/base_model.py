@@ -1,12 +1,10 @@
 """The base model a trainer starts from: ``--model`` resolved (a local folder, a model_registry.json name or a hub
-id) and loaded as the run's config asks (4-bit NF4 on CUDA, unquantized otherwise)."""
+id) and loaded as the run's config asks (4-bit NF4 on CUDA, unquantized otherwise; decided in ``models.loading``)."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from playprm.errors import UsageError
 
@@ -97,14 +95,12 @@ def shards_parameters(config) -> bool:
 
 
 def load_base_model(model_class, base: BaseModel, config):
-    """``model_class.from_pretrained`` as the config asks: 4-bit NF4 on this process's GPU, or unquantized in the
-    run's dtype. Under DeepSpeed / FSDP no device map is given, so the launcher can shard the weights."""
-    kwargs: dict[str, Any] = {"dtype": model_dtype(config), "trust_remote_code": base.trust_remote_code}
-    if config.load_in_4bit:
-        from playprm.transformers_runtime import bnb_4bit_config
+    """``model_class.from_pretrained`` as ``models.loading`` decides for a trainer: the run's dtype, 4-bit NF4 on
+    this process's GPU when the config asks; under DeepSpeed / FSDP no device map, so the launcher can shard the
+    weights."""
+    from playprm.models.loading import pretrained_loading
 
-        kwargs["quantization_config"] = bnb_4bit_config()
-        if not shards_parameters(config):
-            # each DDP process holds a whole quantized copy on its own GPU
-            kwargs["device_map"] = {"": int(os.environ.get("LOCAL_RANK", "0"))}
-    return model_class.from_pretrained(base.model_id, **kwargs)
+    loading = pretrained_loading("train", dtype=model_dtype(config), load_in_4bit=bool(config.load_in_4bit),
+                                 trust_remote_code=base.trust_remote_code,
+                                 sharded=bool(config.load_in_4bit) and shards_parameters(config))
+    return model_class.from_pretrained(base.model_id, **loading.kwargs())

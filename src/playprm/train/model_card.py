@@ -121,7 +121,7 @@ def method(run: RunFiles) -> str:
     if not run.adapter:
         return "full fine-tune of every weight"
     if run.metrics.get("load_in_4bit"):
-        from playprm.transformers_runtime import bnb_4bit_config
+        from playprm.models.loading import bnb_4bit_config
 
         quant = bnb_4bit_config()
         double = ", double quantization" if quant.bnb_4bit_use_double_quant else ""
@@ -364,7 +364,7 @@ def usage(run: RunFiles) -> str:
 def _quantization_lines(run: RunFiles) -> tuple[list[str], str]:
     if not run.metrics.get("load_in_4bit"):
         return [], ""
-    from playprm.transformers_runtime import bnb_4bit_config
+    from playprm.models.loading import bnb_4bit_config
 
     quant = bnb_4bit_config()
     dtype = str(quant.bnb_4bit_compute_dtype).removeprefix("torch.")

@@ -394,7 +394,7 @@ def train_prm(config, base, data_dir: Path, *, resume: bool = False, callbacks=(
     }
     if main_process:
         trainer.model.save(output_dir, tokenizer=tokenizer, base_model=base.model_id,
-                           chat_template_kwargs=template_kwargs)
+                           chat_template_kwargs=template_kwargs, trust_remote_code=base.trust_remote_code)
         plot_calibration(bins, output_dir / CALIBRATION_PLOT,
                          f"PRM calibration on validation (AUROC {scores.get('auroc', float('nan')):.3f})")
         write_json(output_dir / METRICS_FILE, metrics)

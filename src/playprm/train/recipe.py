@@ -5,6 +5,14 @@ Precedence: the dataclass defaults (the model card's settings), then the recipe 
 the command line. Every ``TrainingArguments`` / ``SFTConfig`` field is reachable as ``--field-name VALUE``
 (``--max-steps 2``, ``--learning-rate 1e-4``, ``--report-to tensorboard``); a value is parsed with the field's
 declared type, and an unknown name is a one-line ``UsageError`` that names the closest fields.
+
+Why not TRL's ``TrlParser`` (YAML ``--config`` + ``HfArgumentParser``, the same precedence; checked with TRL 1.16,
+transformers 5.24): it cannot build a parser for these configs (``HfArgumentParser`` takes only ``X | None`` or
+``X | str`` unions: ``report_to`` and ``lora_exclude_modules``, ``str | list[str] | None``, raise ``TypeError``), and
+it would read ``--lora-target-modules all-linear`` as the list ``["all-linear"]`` where PEFT wants the string. It
+also needs the config classes (transformers and TRL imported, seconds) when the ``playprm`` parser is built, which
+``--help`` and every other command would pay; answers a typo with argparse's usage text rather than one line that
+names the closest fields and the deprecated aliases above; and has no place for a recipe's ``model`` / ``data``.
 """
 
 from __future__ import annotations
