@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import numpy as np
-import pytest
 import pandas as pd
+import pytest
 
 from playprm.cli import main
 from playprm.eval_config import EvalConfig
