@@ -287,7 +287,7 @@ def best_of_n_overhead(mt: workload.Multiturn, work: Path, *, limit: int | None 
     return Figure(
         key="best_of_n", title="4. Best-of-N overhead (multi-turn)",
         setup=(f"{' and '.join(workload.MULTITURN_GAMES)}, {limit if limit is not None else 'every'} instance(s) "
-               f"per experiment, the {mt.label} and make-tiny's PRM of its tokenizer, loaded once, cross-turn "
+               f"per experiment, the {mt.label} and its PRM (below), loaded once, cross-turn "
                f"caches emptied before each run; greedy at temperature 0, best-of-n at 0.7; max {max_tokens} "
                f"tokens; {pairs} alternated rounds; times are medians of whole runs."),
         header=["mode", "wall s", "x greedy", "episodes", "policy turns per episode", "ms per policy turn",

@@ -26,7 +26,8 @@ class Sizes:
     other_arch: TinySize = field(default_factory=lambda: workload.SMALL_QWEN3)  # figure 1b, beside `model`
     wide_prm: TinySize | None = field(default_factory=lambda: workload.WIDE)  # figure 2, beside `model`
     growth_model: TinySize = field(default_factory=lambda: workload.TINY)  # figure 5a
-    multiturn: workload.MultiturnRecipe = field(default_factory=workload.MultiturnRecipe)  # figures 0, 3-5
+    multiturn: workload.MultiturnRecipe | workload.SmolMultiturnRecipe = field(
+        default_factory=workload.MultiturnRecipe)  # figures 0, 3-5
     pairs: int = 3
     contexts: int = 16
     ns: tuple = (1, 4, 8)
@@ -57,6 +58,11 @@ QUICK = Sizes(model=workload.TINY, other_arch=TinySize(arch="qwen3"), wide_prm=N
               prm_candidate_tokens=8, turn_tokens=3, thread_limit=1, clem_batch_sizes=(1, 2), bon_limit=1,
               bon_ns=(2,), prefill_limit=1, beam_points=((1, 2), (2, 2)), beam_max_tokens=2, memory_episodes=12,
               memory_first=4)
+
+# figures 3-4 on the pretrained SmolLM2-135M-Instruct with a LoRA SFT (benchmarks/real_model.py): playprm eval
+# against clem run at -b 16, best-of-4 against greedy; two alternated rounds (each round plays all 40 episodes)
+REAL = Sizes(multiturn=workload.SmolMultiturnRecipe(), pairs=2, clem_batch_sizes=(16,), bon_limit=2, bon_ns=(4,),
+             turn_tokens=32)
 
 
 def figure_runners(sizes: Sizes, work: Path, log: Callable[[str], None]) -> dict[str, Callable[[], Figure]]:
@@ -93,11 +99,11 @@ def figure_runners(sizes: Sizes, work: Path, log: Callable[[str], None]) -> dict
 
 
 def run_suite(*, quick: bool = False, only: list[str] | None = None, work: Path | None = None,
-              log: Callable[[str], None] = print) -> tuple[list[Figure], dict, float]:
+              log: Callable[[str], None] = print, sizes: Sizes = FULL) -> tuple[list[Figure], dict, float]:
     """Run the figures (all, or those named in ``only``, in suite order).
 
     Args:
-        quick: tiny sizes and one round, for tests; the numbers mean nothing.
+        quick: tiny sizes and one round, for tests; the numbers mean nothing (overrides ``sizes``).
         only: figure keys out of ``FIGURES``.
         work: folder for models and results (reused models are kept); a temporary one when None.
         log: where progress lines go.
@@ -105,7 +111,7 @@ def run_suite(*, quick: bool = False, only: list[str] | None = None, work: Path 
         (figures, machine info taken at the start, total seconds).
     """
     workload.quiet()
-    sizes = QUICK if quick else FULL
+    sizes = QUICK if quick else sizes
     started = time.perf_counter()
     machine = machine_info()
     with tempfile.TemporaryDirectory(prefix="playprm-bench-") as scratch:
@@ -141,7 +147,7 @@ def write_json(path: Path, figures: list[Figure], machine: dict, total: float) -
                                                "figures": [asdict(f) for f in figures]}, indent=2))
 
 
-def script_main(figures: list[str], description: str, argv: list[str] | None = None) -> int:
+def script_main(figures: list[str], description: str, argv: list[str] | None = None, sizes: Sizes = FULL) -> int:
     """Entry point of the ``benchmarks/*.py`` scripts: run some figures and print them as markdown.
 
     ``--quick`` for tiny sizes, ``--work DIR`` to keep models and results, ``--json PATH`` for the raw data.
@@ -157,7 +163,7 @@ def script_main(figures: list[str], description: str, argv: list[str] | None = N
     parser.add_argument("--work", type=Path, help="folder for models and results (default: temporary)")
     parser.add_argument("--json", type=Path, help="write the figures, raw times included, as JSON here")
     args = parser.parse_args(argv)
-    results, machine, total = run_suite(quick=args.quick, only=figures, work=args.work,
+    results, machine, total = run_suite(quick=args.quick, only=figures, work=args.work, sizes=sizes,
                                         log=lambda line: print(line, file=sys.stderr, flush=True))
     print(json.dumps(machine))
     for figure in results:

