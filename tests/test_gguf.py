@@ -62,13 +62,14 @@ def test_a_missing_gguf_package_is_one_line_naming_the_extra(smollm2_gguf, tmp_p
     ["collect", "--policy-model", "{bad}", "--game", "wordle", "--results-dir", "{tmp}/results"],
     ["train-sft", "--model", "{bad}", "--data", "{tmp}", "--output-dir", "{tmp}/results"],
     ["train-prm", "--model", "{bad}", "--data", "{tmp}", "--output-dir", "{tmp}/results"],
+    ["register", "--dir", "{tmp}", "--model-name", "m", "--model-path", "{bad}"],
 ])
 def test_every_command_checks_a_gguf_model_before_loading(tmp_path, not_gguf, capsys, command):
     argv = [a.format(bad=not_gguf, tmp=tmp_path) for a in command]
     code, err = run_cli(argv, capsys)
     assert code == 2
     assert "is not a GGUF file" in err and len(err.splitlines()) == 1 and "Traceback" not in err
-    assert not (tmp_path / "results").exists()
+    assert not (tmp_path / "results").exists() and not (tmp_path / "model_registry.json").exists()
 
 
 def test_a_registry_entry_may_name_a_gguf_file(smollm2_gguf, tmp_path):
@@ -80,6 +81,14 @@ def test_a_registry_entry_may_name_a_gguf_file(smollm2_gguf, tmp_path):
     spec = resolve_policy("smol", cwd=tmp_path)
     assert spec.model_id == str(smollm2_gguf.resolve()) and spec.backend == "hf"
     assert resolve_policy(str(smollm2_gguf), cwd=tmp_path).name == "SmolLM2-135M-Instruct.Q4_1"
+
+
+def test_register_writes_an_entry_for_a_gguf_file(smollm2_gguf, tmp_path, capsys):
+    from playprm.models.registry import resolve_policy
+
+    assert main(["register", "--dir", str(tmp_path), "--model-name", "smol", "--model-path", str(smollm2_gguf)]) == 0
+    spec = resolve_policy("smol", cwd=tmp_path)
+    assert spec.model_id == str(smollm2_gguf.resolve()) and spec.backend == "hf"
 
 
 def test_the_imported_folder_is_a_plain_model_with_the_files_chat_template(smollm2):

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from playprm import atomic
 from playprm.errors import UsageError
+from playprm.models import gguf
 
 API_TEXT = ("# written by `playprm register`: the \"playprm\" backend for clemcore's `clem run`\n"
             "from playprm.models.clemcore_backend import PlayprmBackend  # noqa: F401\n")
@@ -16,7 +17,8 @@ def register(subparsers) -> None:
         "register", help="write game_registry.json, playprm_api.py (and a model entry) so `clem` sees them")
     parser.add_argument("--dir", type=Path, default=Path("."), help="workspace to write into (default: cwd)")
     parser.add_argument("--model-name", help="also add a model_registry.json entry with this name ...")
-    parser.add_argument("--model-path", type=Path, help="... for this local HF model directory")
+    parser.add_argument("--model-path", type=Path, help="... for this local HF model directory or .gguf file "
+                        "(played by the playprm backend; clemcore's huggingface_local needs `import-gguf`'s folder)")
     parser.set_defaults(func=run)
 
 
@@ -34,7 +36,9 @@ def run(args) -> int:
         raise UsageError(f"--dir {args.dir} is not a directory")
     if bool(args.model_name) != bool(args.model_path):
         raise UsageError("--model-name and --model-path go together")
-    if args.model_path and not (args.model_path / "config.json").is_file():
+    if args.model_path and gguf.is_gguf_path(args.model_path):
+        args.model_path = gguf.check_file(args.model_path, flag="--model-path")
+    elif args.model_path and not (args.model_path / "config.json").is_file():
         raise UsageError(f"--model-path {args.model_path} holds no config.json; give a Hugging Face model folder")
     from playprm.games.registry import write_game_registry
 
