@@ -149,13 +149,16 @@ def plot_against_n(rows: list[dict], path: Path) -> Path:
     plt = _pyplot()
     figure, axes = plt.subplots(figsize=(6.5, 4.5))
     by_name = {r["name"]: r for r in rows}
-    for kind, label in ROW_KINDS:
+    for index, (kind, label) in enumerate(ROW_KINDS):
         points = sorted((r["n"], r) for r in _kind_rows(rows, kind) if r["clemscore"] is not None)
         if not points:
             continue
-        ns = [n for n, _ in points]
-        axes.plot(ns, [r["clemscore"] for _, r in points], marker="o", label=label)
-        axes.fill_between(ns, [r["ci"][0] for _, r in points], [r["ci"][1] for _, r in points], alpha=0.15)
+        # each scorer a little aside (a factor on the log axis), so that equal scores and their CIs stay visible
+        ns = [n * 2 ** (0.04 * (index - (len(ROW_KINDS) - 1) / 2)) for n, _ in points]
+        scores = [r["clemscore"] for _, r in points]
+        low = [score - (r["ci"][0] if r["ci"][0] is not None else score) for score, (_, r) in zip(scores, points)]
+        high = [(r["ci"][1] if r["ci"][1] is not None else score) - score for score, (_, r) in zip(scores, points)]
+        axes.errorbar(ns, scores, yerr=[low, high], marker="o", capsize=3, label=label)
     # greedy is the line to beat; base greedy (0 for a model trained from scratch) is left to the table, as its
     # line would stretch the axis until the scorers' differences cannot be read
     if by_name.get("sft-greedy", {}).get("clemscore") is not None:
