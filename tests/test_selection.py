@@ -304,3 +304,18 @@ def test_the_turn_account_shows_the_guard_keeping_a_refused_reply_out_and_greedy
     assert (guard.reprompts, guard.repeats, guard.aborted) == (1, 0, 0)  # refused once, never replayed
     assert (guard.logged_rejected, guard.chosen_rejected, guard.switched) == (1, 0, 1)
     assert (repeat.repeats, repeat.aborted_after_repeat) == (2, 1)  # greedy replays it until the game aborts
+
+
+def test_an_auto_margin_from_few_validation_contexts_is_used_with_a_warning(tmp_path, caplog):
+    rng = random.Random(1)
+    records, scores = [], []
+    for context in range(8):  # the smol preset's count: too few contexts to show the PRM's noise
+        messages = [{"role": "user", "content": f"context {context}"}]
+        for reply in range(3):
+            records.append({"messages": messages, "response": f"reply {reply}", "label": 0.5,
+                            "meta": {"game": "g", "experiment": "e", "game_id": context, "player": "Player 1"}})
+            scores.append(rng.gauss(0.5, 0.1))
+    switch_margin.write(tmp_path, records, scores)
+    with caplog.at_level("WARNING", logger="playprm.prm.switch_margin"):
+        assert switch_margin.margin_for(tmp_path, 4) > 0
+    assert "measured on 8 validation context(s)" in caplog.text and "may not hold greedy" in caplog.text

@@ -23,15 +23,21 @@ and the margin errs on the side of keeping greedy. Never below 0: an alternative
 from __future__ import annotations
 
 import json
+import logging
 from collections import defaultdict
 from pathlib import Path
 
 from playprm.errors import UsageError
 from playprm.models.replies import move
 
+logger = logging.getLogger(__name__)
+
 SWITCH_MARGIN_FILE = "switch_margin.json"
 CONFIDENCE = 0.9  # how often, at most, N - 1 not-better alternatives would make anchored best-of-N switch
 GRID = 1000  # quantiles stored at levels k / GRID
+# below this many validation contexts eval warns that the margin may not hold greedy: the small preset's margins
+# came from 200-400 contexts and held greedy; the smol preset's from 8 switched on a third of held-out turns
+MIN_CONTEXTS = 30
 
 
 def null_differences(records: list[dict], scores: list[float]) -> tuple[list[float], int]:
@@ -101,7 +107,15 @@ def margin_for(prm_path: Path, n_candidates: int) -> float:
                          "folder has none: give --switch-margin a number (0 = argmax over a set with greedy)")
     try:
         content = json.loads(path.read_text())
-        return margin(content["levels"], content["quantiles"], n_candidates)
+        value = margin(content["levels"], content["quantiles"], n_candidates)
     except (ValueError, KeyError, TypeError) as error:
         raise UsageError(f"{path} is not a switch-margin file of train-prm ({error}); train the PRM again or "
                          "give --switch-margin a number") from error
+    contexts = content.get("contexts")
+    if isinstance(contexts, int) and contexts < MIN_CONTEXTS:
+        logger.warning("--switch-margin auto: the margin %.4g for N = %d was measured on %d validation context(s) "
+                       "(%s null differences), fewer than %d: it may not hold greedy (the smol preset's margin from 8 "
+                       "contexts switched on a third of held-out turns, BENCHMARKS.md); collect more rollouts with "
+                       "several replies per context, or give --switch-margin a number", value, n_candidates,
+                       contexts, content.get("differences", "?"), MIN_CONTEXTS)
+    return value
