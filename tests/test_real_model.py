@@ -110,7 +110,7 @@ def test_the_gguf_file_plays_the_greedy_episodes_of_its_imported_folder(arena, s
     assert sorted(ours) == sorted(theirs) and len(ours) == 4
     assert all(events(ours[key]) == events(theirs[key]) for key in ours)
     run = json.loads(next((arena / "gguf-greedy").glob("*/playprm_run.json")).read_text())
-    assert str(smollm2_gguf) in json.dumps(run)  # the run says which file it played
+    assert str(smollm2_gguf.resolve()) in json.dumps(run)  # the run says which file it played (resolved)
 
 
 @pytest.fixture(scope="module")

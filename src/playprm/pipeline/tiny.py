@@ -26,8 +26,9 @@ def tiny_steps(workdir: Path) -> list[tuple[str, list[str]]]:
                      "--results-dir", w("rollouts")]),
         ("sft-data", ["sft-data", "--results-dir", w("rollouts"), "--out", w("sft-data"), "--tokenizer",
                       w("tiny/policy"), "--max-length", "1024"]),
+        # a smoke run: enough steps to show the loss move, no more (40 took a minute of the test suite)
         ("train-sft", ["train-sft", "--model", w("tiny/policy"), "--data", w("sft-data"), "--output-dir", policy,
-                       "--max-steps", "40", "--per-device-train-batch-size", "8", "--effective-batch-size", "8",
+                       "--max-steps", "12", "--per-device-train-batch-size", "8", "--effective-batch-size", "8",
                        "--learning-rate", "3e-3", "--model-name", "tiny-sft"]),
         ("prm-data", ["prm-data", "--results-dir", w("rollouts"), "--labels", "both", "--out", w("prm-data")]),
         ("train-prm", ["train-prm", "--model", w("tiny/policy"), "--data", w("prm-data"), "--output-dir", w("prm"),
