@@ -135,15 +135,37 @@ def test_wordle_win_in_two_guesses_scores_by_speed(games, tmp_path):
     assert scores["round scores"]["1"]["Green Letters"] == 5
 
 
-def test_wordle_invalid_word_costs_a_guess_and_six_misses_lose(games, tmp_path):
+def test_wordle_unknown_word_is_asked_again_in_the_same_round_without_costing_a_guess(games, tmp_path):
     experiment, instance = wordle_instance(games, "plant")
-    replies = ["GUESS: xqzvt"] + ["GUESS: crane"] * 5
+    replies = ["GUESS: xqzvt", "GUESS: xqzvt"] + ["GUESS: crane"] * 6
     scores = play(games["wordle"], experiment, instance, [ScriptedModel("scripted", replies)], tmp_path)
-    assert outcome(scores) == (0, 0, 1)
+    assert outcome(scores) == (0, 0, 1)  # six guesses from the list, all wrong
     episode = scores["episode scores"]
-    assert episode["Main Score"] == 0 and episode["Guesses Used"] == 6 and episode["Invalid Guesses"] == 1
-    assert scores["round scores"]["0"]["Valid Guess"] == 0
-    assert episode["Violated Request Count"] == 0  # a well-formed guess is parsed, not a format violation
+    assert episode["Main Score"] == 0 and episode["Guesses Used"] == 6 and episode["Invalid Guesses"] == 2
+    first = scores["round scores"]["0"]
+    assert (first["Request Count"], first["Invalid Guesses"], first["Valid Guess"]) == (3, 2, 1)
+    assert len(scores["round scores"]) == 6
+    assert episode["Violated Request Count"] == 0  # an unknown word is parsed, not a format violation
+    interactions = json.loads(next(tmp_path.rglob("interactions.json")).read_text())
+    asked = [e["action"]["content"] for e in interactions["turns"][0] if e["action"]["type"] == "send message"]
+    assert "not in my word list" in asked[1] and "You have 6 guesses left" in asked[1]
+
+
+def test_wordle_sixth_unknown_word_for_one_guess_aborts(games, tmp_path):
+    experiment, instance = wordle_instance(games, "plant")
+    replies = ["GUESS: crane"] + ["GUESS: xqzvt"] * 6
+    scores = play(games["wordle"], experiment, instance, [ScriptedModel("scripted", replies)], tmp_path)
+    assert outcome(scores) == (1, 0, 0)
+    assert math.isnan(scores["episode scores"]["Main Score"])
+    second = scores["round scores"]["1"]
+    assert (second["Request Count"], second["Invalid Guesses"], second["Valid Guess"]) == (6, 6, 0)
+
+
+def test_wordle_guess_of_another_length_aborts(games, tmp_path):
+    experiment, instance = wordle_instance(games, "plant")
+    scores = play(games["wordle"], experiment, instance, [ScriptedModel("scripted", ["GUESS: cranes"])], tmp_path)
+    assert outcome(scores) == (1, 0, 0)
+    assert scores["episode scores"]["Violated Request Count"] == 1
 
 
 def test_wordle_reply_without_guess_line_aborts(games, tmp_path):
@@ -161,8 +183,9 @@ def test_wordle_programmatic_guesser_plays_only_consistent_words(games, tmp_path
     assert scores["episode scores"]["Aborted"] == 0
     interactions = json.loads(next(tmp_path.rglob("interactions.json")).read_text())
     history = []
+    assert interactions["invalid_words"] == []
     for note in interactions["guesses"]:
-        assert note["valid"] and note["guess"] in consistent_words(history)
+        assert note["guess"] in consistent_words(history)
         history.append((note["guess"], note["feedback"]))
 
 

@@ -319,3 +319,63 @@ def test_an_auto_margin_from_few_validation_contexts_is_used_with_a_warning(tmp_
     with caplog.at_level("WARNING", logger="playprm.prm.switch_margin"):
         assert switch_margin.margin_for(tmp_path, 4) > 0
     assert "measured on 8 validation context(s)" in caplog.text and "may not hold greedy" in caplog.text
+
+
+UNKNOWN_WORD = "GUESS: xqzvt\nEXPLANATION: It looks like a word."  # five letters, not in wordle's list
+
+
+class UnknownWordPolicy:
+    """A wordle guesser whose greedy reply is always a five-letter word the game does not know; a sample is that
+    word or the expert's move, in turn (so best-of-N candidates hold both)."""
+
+    def __init__(self):
+        self.spec = PolicySpec(name="unknown-word", backend="scripted", model_id="scripted:unknown-word")
+
+    def generate(self, contexts, *, n=1, temperature=0.0, max_tokens=256, seed=None, prefixes=None):
+        from playprm.games.builtin.expert import expert_move
+
+        return [[Candidate(text=t, num_tokens=len(t.split()), logprob=-1.0)
+                 for t in ([UNKNOWN_WORD] * n if temperature <= 0 else
+                           [UNKNOWN_WORD if k % 2 == 0 else expert_move(context) for k in range(n)])]
+                for context in contexts]
+
+
+class PrefersUnknownWord:
+    """0.9 for the unknown word, 0.1 for any other reply."""
+
+    def __init__(self):
+        self.stats = ScoreStats()
+
+    def score(self, contexts, candidates):
+        return [[0.9 if text == UNKNOWN_WORD else 0.1 for text in group] for group in candidates]
+
+
+def test_on_builtin_wordle_greedy_repeats_a_refused_word_until_it_aborts_and_the_guard_plays_on(tmp_path):
+    from playprm.config import EvalConfig
+    from playprm.play import run_eval
+
+    from playprm.cli import main
+
+    # the scorer, like a PRM that liked the word before the game refused it, prefers the unknown word throughout
+    scorer = PrefersUnknownWord()
+    common = {"policy_model": "scripted:unknown-word", "games": ["wordle"], "limit": 1, "max_tokens": 16}
+    run_eval(EvalConfig(mode="greedy", results_dir=tmp_path / "greedy", **common),
+             policy=UnknownWordPolicy(), progress=False)
+    # --scorer logprob only passes validation and names the folder: the scorer given replaces it
+    run_eval(EvalConfig(mode="best-of-n", scorer="logprob", n_candidates=3, selection="anchored", switch_margin=0,
+                        results_dir=tmp_path / "guarded", **common),
+             policy=UnknownWordPolicy(), scorer=scorer, progress=False)
+    out = tmp_path / "report"
+    assert main(["report", "--compare", str(tmp_path / "greedy"), str(tmp_path / "guarded"),
+                 "--paired", "guarded", "greedy", "--resamples", "20", "--out", str(out)]) == 0
+    rows = {row["run"]: row for row in json.loads((out / "turns.json").read_text())}
+    greedy, guarded = rows["greedy"], rows["guarded"]
+    # two episodes (one per experiment): greedy sends the refused word six times in round one, then wordle aborts
+    assert (greedy["episodes"], greedy["aborted"], greedy["reprompts"]) == (2, 2, 10)
+    assert (greedy["repeats"], greedy["aborted_after_repeat"]) == (10, 2)
+    # the guard lets it be refused once per episode, then plays the other candidate to the end of the game
+    assert (guarded["episodes"], guarded["aborted"], guarded["reprompts"], guarded["repeats"]) == (2, 0, 2, 0)
+    assert guarded["chosen_rejected"] == 0 and guarded["logged_rejected"] == guarded["guided_turns"] - 2
+    turns_md = (out / "turns.md").read_text()
+    assert "| greedy | wordle | 2 | 2 | 10 | 10 | 2 |" in turns_md
+    assert "| guarded | wordle | 2 | 0 | 2 | 0 | 0 |" in turns_md

@@ -2,19 +2,24 @@
 
 Written for playprm from the published clembench rules (own code, own prompts).
 
-Protocol, one reply per guess: a ``GUESS: <word>`` line, and an ``EXPLANATION: <text>`` line that is asked for
-but not required (a missing explanation never ends a game).
+Protocol, one round per guess (with the words refused on the way): a ``GUESS: <word>`` line, and an
+``EXPLANATION: <text>`` line that is asked for but not required (a missing explanation never ends a game).
 
-- A reply without exactly one ``GUESS:`` line, or whose guess is not one word of letters a-z, breaks the
-  format: the episode is aborted (ParseError), as in clembench.
-- A well-formed guess that is not five letters long or not in the word list costs one of the guesses and gets
-  no letter feedback (RuleViolationError, handled in ``_on_game_error``); there is no re-prompt, so an episode
-  ends after at most ``max_guesses`` replies.
+- A reply without exactly one ``GUESS:`` line, whose guess is not one word of letters a-z, or whose word is not
+  five letters long breaks the format: the episode is aborted (ParseError), as in clembench.
+- A five-letter word that is not in the word list is refused without costing a guess: the game master says so
+  and asks the guesser again in the same round (RuleViolationError, handled in ``_on_game_error``), as
+  clembench's wordle re-prompts an unknown word. One guess may be asked for again at most ``MAX_REPROMPTS``
+  times (clembench's 5); the next unknown word in that round aborts the episode. Re-prompts never end a game
+  by themselves, so an episode has at most ``max_guesses`` rounds.
 - The game is won when a guess equals the target, lost when the guesses run out.
 
 Scores: ``Main Score`` is ``100 * (max_guesses + 1 - guesses used) / max_guesses`` on success (100 for a first
-guess win, 16.7 for a win on the sixth), 0 when lost and NaN when aborted; per round the guess's ``Valid
-Guess`` (0/1), ``Green Letters`` and ``Yellow Letters``.
+guess win, 16.7 for a win on the sixth), 0 when lost and NaN when aborted; ``Guesses Used`` counts the words from
+the list, ``Invalid Guesses`` the refused ones. Per round: ``Valid Guess`` (1 when the round ended with a word
+from the list, 0 when it ended the episode without one), ``Invalid Guesses`` (words refused in the round),
+``Green Letters`` and ``Yellow Letters`` of the round's guess. An unknown word still counts as a parsed request
+(clemcore's request counts), a broken format as a violated one, as clembench counts them.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from clemcore.clemgame.metrics import BENCH_SCORE, METRIC_SUCCESS
 from playprm.games.builtin.base import OutcomeScorer, PromptedGameMaster, gm_notes
 from playprm.games.builtin.protocol import clean_word, parse_tagged
 from playprm.games.builtin.wordle import rules
+
+MAX_REPROMPTS = 5  # unknown words one guess may be asked for again (clembench's max_retry_per_error)
 
 
 class WordleGuesser(Player):
@@ -45,16 +52,22 @@ class WordleGuesser(Player):
 
 
 class Wordle(PromptedGameMaster):
-    """One round per guess; the game master answers each guess until it is solved or the guesses run out."""
+    """One round per guess; the game master answers each guess until it is solved or the guesses run out, and
+    asks again within the round for a word that is not in its list."""
 
     def _on_setup(self, **game_instance):
         self.target_word: str = game_instance["target_word"].lower()
         self.max_guesses: int = int(game_instance["max_guesses"])
         self.guesses: list[dict] = []
+        self.invalid_words: list[dict] = []
+        self.reprompts = 0  # re-prompts in this round
+        self.asking_again = False  # the last reply was refused: the guesser answers again in this round
         self.guesser = WordleGuesser(self.player_models[0])
-        self.add_player(
-            self.guesser, initial_context=self.template("initial_prompt", max_guesses=self.max_guesses)
-        )
+        prompt = self.template("initial_prompt", max_guesses=self.max_guesses, max_reprompts=MAX_REPROMPTS)
+        self.add_player(self.guesser, initial_context=prompt)
+
+    def _on_before_round(self):
+        self.reprompts = 0
 
     def _parse_response(self, player: Player, response: str) -> str:
         guess = clean_word(parse_tagged(response, "GUESS"))
@@ -64,63 +77,78 @@ class Wordle(PromptedGameMaster):
                 response,
                 key="not a word",
             )
+        if len(guess) != rules.WORD_LENGTH:
+            raise ParseError(
+                f"the guess must have {rules.WORD_LENGTH} letters, not {len(guess)} ({guess!r})",
+                response,
+                key="wrong length",
+            )
         return guess
 
     def _advance_game(self, player: Player, guess: str):
-        if len(guess) != rules.WORD_LENGTH or not rules.is_valid_word(guess):
-            raise RuleViolationError(
-                f"{guess!r} is not an allowed five-letter word", guess, key="invalid word"
-            )
+        self.asking_again = False
+        if not rules.is_valid_word(guess):
+            raise RuleViolationError(f"{guess!r} is not in the word list", guess, key="unknown word")
         pattern = rules.feedback(guess, self.target_word)
-        self._note_guess(guess, pattern)
-        if pattern == rules.SOLVED:
-            self.state.succeed()
-        else:
-            self._continue_or_lose("feedback", guess, feedback=rules.describe_feedback(guess, pattern))
-
-    def _on_game_error(self, error: GameError):
-        self._note_guess(error.response, None)
-        self._continue_or_lose("invalid_guess", error.response)
-
-    def _note_guess(self, guess: str, pattern: str | None):
-        note = {
-            "attempt": len(self.guesses) + 1,
-            "guess": guess,
-            "feedback": pattern,
-            "valid": pattern is not None,
-        }
+        note = {"attempt": len(self.guesses) + 1, "guess": guess, "feedback": pattern}
         self.guesses.append(note)
         self.log_to_self("guess", note)
-
-    def _continue_or_lose(self, template_name: str, guess: str, **values):
-        """Lose when the guesses are used up, else answer the guess with the named prompt."""
+        if pattern == rules.SOLVED:
+            self.state.succeed()
+            return
         left = self.max_guesses - len(self.guesses)
         if left <= 0:
             self.state.failed()
             return
-        guesses_left = f"You have {left} guess{'es' if left != 1 else ''} left."
         self.set_context_for(
             self.guesser,
-            self.template(
-                template_name, attempt=len(self.guesses), guess=guess, guesses_left=guesses_left, **values
-            ),
+            self.template("feedback", attempt=len(self.guesses), guess=guess,
+                          feedback=rules.describe_feedback(guess, pattern), guesses_left=_guesses_left(left)),
         )
 
+    def _on_game_error(self, error: GameError):
+        note = {"attempt": len(self.guesses) + 1, "guess": error.response, "refusal": self.reprompts + 1}
+        self.invalid_words.append(note)
+        self.log_to_self("invalid word", note)
+        if self.reprompts >= MAX_REPROMPTS:
+            self.log_to_self("too many invalid words", f"{self.reprompts + 1} unknown words for one guess")
+            self.state.abort()
+            return
+        self.reprompts += 1
+        self.asking_again = True
+        left = self.max_guesses - len(self.guesses)
+        self.set_context_for(
+            self.guesser,
+            self.template("invalid_word", guess=error.response, guesses_left=_guesses_left(left)),
+        )
+
+    def _should_pass_turn(self) -> bool:
+        return not self.asking_again
+
+    def _start_next_round(self) -> bool:
+        return not self.asking_again
+
     def episode_facts(self) -> dict:
-        return {"target_word": self.target_word, "guesses": self.guesses}
+        return {"target_word": self.target_word, "guesses": self.guesses, "invalid_words": self.invalid_words}
+
+
+def _guesses_left(left: int) -> str:
+    return f"You have {left} guess{'es' if left != 1 else ''} left."
 
 
 class WordleScorer(OutcomeScorer):
-    """Per round: the guess's validity and letter counts; per episode: the speed-weighted Main Score."""
+    """Per round: whether it ended with a guess from the list, its refused words and its letter counts; per
+    episode: the speed-weighted Main Score, the guesses used and the refused words."""
 
     episode_score_names = (BENCH_SCORE, "Guesses Used", "Invalid Guesses")
 
     def compute_round_score(self, round_idx, round_events: list[dict]) -> None:
-        for note in gm_notes(round_events, "guess"):
-            pattern = note["feedback"] or ""
-            self.log_round_score(round_idx, "Valid Guess", int(note["valid"]))
-            self.log_round_score(round_idx, "Green Letters", pattern.count(rules.GREEN))
-            self.log_round_score(round_idx, "Yellow Letters", pattern.count(rules.YELLOW))
+        guesses = gm_notes(round_events, "guess")
+        pattern = guesses[0]["feedback"] if guesses else ""
+        self.log_round_score(round_idx, "Valid Guess", len(guesses))
+        self.log_round_score(round_idx, "Invalid Guesses", len(gm_notes(round_events, "invalid word")))
+        self.log_round_score(round_idx, "Green Letters", pattern.count(rules.GREEN))
+        self.log_round_score(round_idx, "Yellow Letters", pattern.count(rules.YELLOW))
 
     def episode_scores(self, interactions: dict) -> dict[str, float]:
         guesses = interactions["guesses"]
@@ -129,7 +157,7 @@ class WordleScorer(OutcomeScorer):
         return {
             BENCH_SCORE: speed if interactions[METRIC_SUCCESS] else 0,
             "Guesses Used": len(guesses),
-            "Invalid Guesses": sum(1 for g in guesses if not g["valid"]),
+            "Invalid Guesses": len(interactions["invalid_words"]),
         }
 
 
