@@ -346,15 +346,14 @@ class PrefersUnknownWord:
     def __init__(self):
         self.stats = ScoreStats()
 
-    def score(self, contexts, candidates):
-        return [[0.9 if text == UNKNOWN_WORD else 0.1 for text in group] for group in candidates]
+    def score_candidates(self, contexts, candidates):
+        return [[0.9 if c.text == UNKNOWN_WORD else 0.1 for c in group] for group in candidates]
 
 
 def test_on_builtin_wordle_greedy_repeats_a_refused_word_until_it_aborts_and_the_guard_plays_on(tmp_path):
-    from playprm.config import EvalConfig
-    from playprm.play import run_eval
-
     from playprm.cli import main
+    from playprm.eval_config import EvalConfig
+    from playprm.evaluation import run_eval
 
     # the scorer, like a PRM that liked the word before the game refused it, prefers the unknown word throughout
     scorer = PrefersUnknownWord()
