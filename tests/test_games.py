@@ -373,3 +373,18 @@ def test_lenient_tags_tolerate_case_markdown_and_reasoning_but_not_repeats():
         parse_tagged("GUESS: crane\nGUESS: plant", "GUESS")
     with pytest.raises(ParseError):
         parse_tagged("GUESS:\ncrane", "GUESS")
+
+
+def test_wordle_rescores_an_episode_recorded_before_it_re_prompted():
+    """Results written when an unknown word cost a guess (no ``invalid_words``) still score: the guesses noted
+    invalid are the refused ones, and the Main Score counts every guess used, as it did then."""
+    from clemcore.clemgame.metrics import BENCH_SCORE, METRIC_SUCCESS
+
+    from playprm.games.builtin.wordle.master import WordleScorer
+
+    scorer = WordleScorer("wordle", {"name": "e"}, {"game_id": 0, "target_word": "crane", "max_guesses": 6})
+    old = {METRIC_SUCCESS: True, "guesses": [{"attempt": 1, "guess": "xxxxx", "feedback": None, "valid": False},
+                                            {"attempt": 2, "guess": "crane", "feedback": "GGGGG", "valid": True}]}
+    scores = scorer.episode_scores(old)
+    assert scores["Invalid Guesses"] == 1 and scores["Guesses Used"] == 2
+    assert scores[BENCH_SCORE] == pytest.approx(100 * 5 / 6)

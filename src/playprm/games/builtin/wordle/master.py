@@ -157,7 +157,10 @@ class WordleScorer(OutcomeScorer):
         return {
             BENCH_SCORE: speed if interactions[METRIC_SUCCESS] else 0,
             "Guesses Used": len(guesses),
-            "Invalid Guesses": len(interactions["invalid_words"]),
+            # an episode recorded before wordle re-prompted has no invalid_words: its refused guesses are the
+            # guesses noted invalid (they cost a guess then), so its results still rescore
+            "Invalid Guesses": len(interactions.get("invalid_words",
+                                                    [g for g in guesses if g.get("valid") is False])),
         }
 
 
