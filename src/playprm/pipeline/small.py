@@ -81,7 +81,7 @@ class SmallPreset:
     def rows(self, prm: str = "prm", gate: str = "validation/paired.json") -> list[GridRow]:
         """The evaluation grid on held-out instances (base greedy and round 2 come with their own stages), the
         PRM read from ``prm`` and the per-game gate from ``gate``."""
-        best_of = lambda n, scorer, selection="argmax", **kw: _best_of(n, scorer, selection, prm, gate, **kw)  # noqa: E731
+        best_of = lambda n, scorer, selection="argmax", **kw: best_of_row(n, scorer, selection, prm, gate, **kw)  # noqa: E731
         rows = [GridRow("sft-greedy"), GridRow("sft-sampled", ("--temperature", "0.7"))]
         rows += [best_of(n, "prm") for n in self.ns]
         rows += [best_of(n, "prm", "anchored") for n in self.ns]
@@ -102,7 +102,7 @@ class SmallPreset:
 
     def validation_rows_at(self, prm: str) -> list[GridRow]:
         """What the per-game gate is decided on: greedy and anchored PRM best-of-4 on the validation split."""
-        return [GridRow("sft-greedy"), _best_of(4, "prm", "anchored", prm, "")]
+        return [GridRow("sft-greedy"), best_of_row(4, "prm", "anchored", prm, "")]
 
     def steps(self, workdir: Path) -> list[tuple[str, list[str]]]:
         """(stage, argv) of the whole pipeline, every path under ``workdir``. The evaluations name the trained
@@ -199,7 +199,7 @@ class SmallPreset:
         return [GridRow("base-greedy", policy="base"), *self.rows(), GridRow(ROUND2_ROW, policy="round2")]
 
 
-def _best_of(n: int, scorer: str, selection: str, prm: str, gate: str, *, policy: str = "sft", prefix: str = "sft",
+def best_of_row(n: int, scorer: str, selection: str, prm: str, gate: str, *, policy: str = "sft", prefix: str = "sft",
              gated: bool = False) -> GridRow:
     """A best-of-N row: ``scorer`` "prm", "logprob" or "expert", ``selection`` "argmax" or "anchored" (the margin
     from the PRM's validation rollouts), ``gated`` guided only where the validation comparison ``gate`` says."""

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from playprm.pipeline.small import HELD_OUT, TRAIN, GridRow, _best_of
+from playprm.pipeline.small import HELD_OUT, TRAIN, GridRow, best_of_row
 
 POLICY = "smol-sft"  # the registry name train-sft gives the policy
 
@@ -56,7 +56,7 @@ class SmolPreset:
 
     def rows(self, prm: str = "prm") -> list[GridRow]:
         """The evaluation grid on held-out instances after SFT (base greedy comes with its own stage)."""
-        best_of = lambda scorer, selection="argmax": _best_of(self.n, scorer, selection, prm, "")  # noqa: E731
+        best_of = lambda scorer, selection="argmax": best_of_row(self.n, scorer, selection, prm, "")  # noqa: E731
         return [GridRow("sft-greedy"), best_of("prm"), best_of("prm", "anchored"), best_of("logprob"),
                 best_of("expert")]
 
