@@ -133,7 +133,7 @@ def test_broken_game_is_recorded_and_the_other_games_finish(card_models, tmp_pat
                  "--limit", "1", "--max-tokens", "4", "--results-dir", str(results)])
     assert code == 0
     out = capsys.readouterr().out
-    run_dir = next(results.iterdir())
+    run_dir = next(p for p in results.iterdir() if p.is_dir())  # beside clembench.log
     errors = sorted(run_dir.rglob("error.json"))
     assert errors and all(p.parts[-4] == "referencegame" for p in errors)
     assert json.loads(errors[0].read_text())["stage"] == "load"

@@ -72,7 +72,8 @@ def test_clemcore_scoring_and_evaluation_accept_the_results(greedy_run, tmp_path
 
 
 def test_rerun_skips_finished_episodes(greedy_run, tiny_models, capsys):
-    before = {p: (p / "interactions.json").stat().st_mtime_ns for p in episodes(next(greedy_run.iterdir()))}
+    run_dir = next(p for p in greedy_run.iterdir() if p.is_dir())  # beside clembench.log
+    before = {p: (p / "interactions.json").stat().st_mtime_ns for p in episodes(run_dir)}
     code = main(["eval", "--policy-model", str(tiny_models["policy"]), "--game-all", *FAST,
                  "--results-dir", str(greedy_run)])
     assert code == 0
@@ -123,11 +124,13 @@ def test_transcribe_shows_the_alternatives_and_their_scores(tiny_models, tmp_pat
     cfg = EvalConfig(policy_model=str(tiny_models["policy"]), mode="best-of-n", prm_path=tiny_models["prm"],
                      games=["wordle"], limit=1, max_tokens=6, n_candidates=3, results_dir=tmp_path)
     run_dir, _ = run_eval(cfg, progress=False)
-    assert main(["transcribe", "--results-dir", str(tmp_path)]) == 0
+    pages = tmp_path.parent / f"{tmp_path.name}-pages"
+    assert main(["transcribe", "--results-dir", str(tmp_path), "--out", str(pages)]) == 0
     for episode in episodes(run_dir):
-        page = (episode / "search.html").read_text()
+        page = (pages / episode.relative_to(tmp_path) / "search.html").read_text()
         row = json.loads((episode / "candidates.jsonl").read_text().splitlines()[0])
         assert page.count(" score ") >= 3 and "&lt;- played" in page
         assert f"{row['candidates'][0]['score']:.3f}" in page
-        assert (episode / "transcript.html").is_file()
-    assert (tmp_path / "index.html").is_file()
+        assert (pages / episode.relative_to(tmp_path) / "transcript.html").is_file()
+        assert not (episode / "transcript.html").exists()  # nothing written into the results it read
+    assert (pages / "index.html").is_file()

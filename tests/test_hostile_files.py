@@ -48,14 +48,15 @@ def set_main_score(episode: Path, value_json: str) -> None:
 
 def report(results: Path, capsys) -> tuple[int, str, dict]:
     """Exit code, printed text and the first row of results.csv of ``playprm report``."""
-    code = main(["report", "--results-dir", str(results), "--resamples", "20"])
+    out = results.parent / f"{results.name}-report"
+    code = main(["report", "--results-dir", str(results), "--resamples", "20", "--out", str(out)])
     captured = capsys.readouterr()
     err = captured.out + captured.err
     table = {}
-    if (results / "results.csv").is_file():
+    if (out / "results.csv").is_file():
         import pandas as pd
 
-        table = pd.read_csv(results / "results.csv", index_col=0).iloc[0].to_dict()
+        table = pd.read_csv(out / "results.csv", index_col=0).iloc[0].to_dict()
     return code, err, table
 
 

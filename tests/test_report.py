@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from playprm.cli import main
 from playprm.report.clemscore import CLEMSCORE, INTERACTIVE, STATSCORE, clemcore_columns, compute_table
-from playprm.report.compare import LOOKAHEAD_TITLE, compare_runs, render_comparison
+from playprm.report.compare import LOOKAHEAD_TITLE, QUALITY_TITLE, compare_runs, render_comparison
 
 RESAMPLES = 200  # enough for stable intervals, small enough for a quick test
 
@@ -205,7 +205,8 @@ def test_errored_episodes_are_left_out_with_a_warning_or_scored_as_aborted(tmp_p
     aborted = compute_table([root], static_games=set(), n_resamples=RESAMPLES, errored_as_aborted=True)
     assert aborted.at[model, "wordle, % Played"] == 75 and aborted.at[model, "wordle, Quality Score"] == 60
     assert aborted.at[model, CLEMSCORE] == 45
-    assert main(["report", "--results-dir", str(root), "--resamples", "10", "--errored-as-aborted"]) == 0
+    assert main(["report", "--results-dir", str(root), "--resamples", "10", "--errored-as-aborted",
+                 "--out", str(tmp_path / "o")]) == 0
     assert "1 errored episode(s) (error.json, no scores.json) scored as aborted" in capsys.readouterr().out
 
 
@@ -237,8 +238,8 @@ def test_statscore_is_blank_and_the_report_says_why_without_a_static_game(tmp_pa
     root = tmp_path / "r"
     write_episode(root, "m--m", "wordle", "e", "episode_0", episode_scores(False, 90.0))
     write_episode(root, "m--m", "taboo", "e", "episode_0", episode_scores(False, 10.0))
-    assert main(["report", "--results-dir", str(root), "--resamples", "20"]) == 0
-    assert pd.isna(pd.read_csv(root / "results.csv", index_col=0).at["m--m", STATSCORE])
+    assert main(["report", "--results-dir", str(root), "--resamples", "20", "--out", str(tmp_path / "o")]) == 0
+    assert pd.isna(pd.read_csv(tmp_path / "o" / "results.csv", index_col=0).at["m--m", STATSCORE])
     out = capsys.readouterr().out
     assert "statscore: blank, no static game in these results" in out and "static_<version>" in out
 
@@ -253,8 +254,9 @@ def test_games_dir_marks_clembench_static_games(tmp_path):
     root = tmp_path / "r"
     write_episode(root, "m--m", "mmlu_pro", "e", "episode_0", episode_scores(False, 70.0))
     write_episode(root, "m--m", "imagegame", "e", "episode_0", episode_scores(False, 10.0))
-    assert main(["report", "--results-dir", str(root), "--games-dir", str(clembench), "--resamples", "20"]) == 0
-    assert pd.read_csv(root / "results.csv", index_col=0).at["m--m", STATSCORE] == 70
+    assert main(["report", "--results-dir", str(root), "--games-dir", str(clembench), "--resamples", "20",
+                 "--out", str(tmp_path / "o")]) == 0
+    assert pd.read_csv(tmp_path / "o" / "results.csv", index_col=0).at["m--m", STATSCORE] == 70
 
 
 def test_unreadable_scores_are_counted_not_fatal(tmp_path):
@@ -265,7 +267,10 @@ def test_unreadable_scores_are_counted_not_fatal(tmp_path):
     (broken / "scores.json").write_text('{"episode scores": {"Aborted": 0,')
     table = compute_table([root], static_games=set(), n_resamples=RESAMPLES)
     assert table.at[model, "wordle, Quality Score"] == 60
-    assert any("1 scores.json file(s) hold no countable scores" in line for line in table.attrs["summary"])
+    assert any("1 episode(s) left out: their scores.json holds no countable scores" in line
+               for line in table.attrs["summary"])
+    assert table.at[model, "-, unreadable"] == 1 and table.at[model, "wordle, unreadable"] == 1
+    assert table.at[model, "-, errored"] == 0  # unreadable is not errored: each is counted in its own column
 
 
 def test_several_results_dirs_are_read_as_one(tmp_path):
@@ -292,7 +297,7 @@ def test_conflicting_copies_of_one_episode_are_a_usage_error(tmp_path):
 
 def test_played_in_scores_is_a_usage_error(tmp_path, capsys):
     write_episode(tmp_path / "r", "m--m", "wordle", "e", "episode_0", {**episode_scores(False, 5.0), "Played": 1})
-    assert main(["report", "--results-dir", str(tmp_path / "r")]) == 2
+    assert main(["report", "--results-dir", str(tmp_path / "r"), "--out", str(tmp_path / "o")]) == 2
     assert "Played" in capsys.readouterr().err
 
 
@@ -303,7 +308,7 @@ def test_bad_input_is_one_clear_line(tmp_path, capsys, case):
         (root / "m--m" / "wordle" / "e" / "episode_0").mkdir(parents=True)
     if case == "only broken scores":
         (root / "m--m" / "wordle" / "e" / "episode_0" / "scores.json").write_text("not json")
-    assert main(["report", "--results-dir", str(root)]) == 2
+    assert main(["report", "--results-dir", str(root), "--out", str(tmp_path / "o")]) == 2
     error = capsys.readouterr().err.strip()
     assert error.startswith("playprm report: error: ") and "\n" not in error
 
@@ -344,7 +349,7 @@ def test_compare_reports_env_lookahead_runs_apart(tmp_path):
     assert list(comparison["section"]) == ["honest", "honest", "env-lookahead"]
     assert list(comparison.index) == ["greedy", "bon",
                                       "beam"]
-    text = render_comparison(comparison)
+    text = render_comparison(comparison).split(QUALITY_TITLE)[0]
     honest_part, lookahead_part = text.split(LOOKAHEAD_TITLE)
     assert "greedy " in honest_part and "beam " not in honest_part
     assert "beam " in lookahead_part and "greedy " not in lookahead_part
@@ -426,7 +431,7 @@ def test_paired_names_runs_by_folder_and_a_wrong_name_writes_nothing(tmp_path, c
     best = _run_dir(tmp_path, "bon", "best-of-n", False, 50.0, 100)
     out = tmp_path / "out"
     assert main(["report", "--compare", str(greedy), str(best), "--paired", "bon", "gredy", "--out", str(out)]) == 2
-    assert "'gredy' is none of the --compare dirs" in capsys.readouterr().err and not out.exists()
+    assert "'gredy' is none of the --compare runs" in capsys.readouterr().err and not out.exists()
     assert main(["report", "--compare", str(greedy), str(best), "--paired", "bon", str(greedy), "--out", str(out),
                  "--resamples", "50", "--static-games", ""]) == 0
     paired = json.loads((out / "paired.json").read_text())

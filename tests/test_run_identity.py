@@ -39,7 +39,7 @@ def test_resuming_with_other_decoding_settings_is_refused_naming_what_differs(tm
                                                                              differs):
     results = tmp_path / "r"
     assert main(eval_argv(results, *first)) == 0
-    run_dir = next(results.iterdir())
+    run_dir = next(p for p in results.iterdir() if p.is_dir())  # beside clembench.log
     before = folder_state(run_dir)
     capsys.readouterr()
     assert main(eval_argv(results, *second)) == 2

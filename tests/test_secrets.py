@@ -44,7 +44,8 @@ def test_a_key_echoed_in_a_401_reaches_no_file_no_log_and_no_console(tmp_path):
     assert "$MY_SERVER_KEY" in record["message"]
     # fail fast: one request per episode, no retry by the client nor by the runner (not 5 tries with backoff)
     assert len(server.requests) <= len(errors)  # a 401 is final: one request per batch, no retry
-    log = tmp_path / "clembench.log"
+    log = tmp_path / "results" / "clembench.log"  # in the run's folder, none in the working directory
+    assert not (tmp_path / "clembench.log").exists()
     assert MASK in log.read_text()  # the error was logged, with the key masked
     for path in tmp_path.rglob("*"):
         if path.is_file():

@@ -13,6 +13,7 @@ import importlib
 import logging
 import pkgutil
 import sys
+from pathlib import Path
 
 from playprm import __version__, commands
 from playprm.errors import UsageError
@@ -45,10 +46,46 @@ class _Console(logging.StreamHandler):
         pass
 
 
-def configure_logging(verbose: bool) -> None:
-    """Warnings (every record with -v) to stderr beside clemcore's ``clembench.log``, with API keys masked."""
+CLEMBENCH_LOG = "clembench.log"
+
+
+class _RunLog(logging.FileHandler):
+    """clemcore's ``clembench.log`` (its format, INFO and up), in the folder of the run a command plays: opened at
+    the first record only (a command that logs nothing leaves no file) and its folder made then."""
+
+    def __init__(self, folder: Path):
+        super().__init__(Path(folder) / CLEMBENCH_LOG, encoding="utf8", delay=True)
+        self.setFormatter(logging.Formatter("%(asctime)s - %(name)s - %(levelname)s - %(message)s"))
+
+    def _open(self):
+        Path(self.baseFilename).parent.mkdir(parents=True, exist_ok=True)
+        return super()._open()
+
+
+def _move_clembench_log(run_folder: Path | None, created: bool) -> None:
+    # clemcore's logging.yaml opens clembench.log in the working directory on import, for every command: the file
+    # handler goes, and the empty file it made goes where this process made it; a command that plays a run (its
+    # parser's ``run_log`` names the argument holding the run's folder) logs there instead
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if isinstance(handler, logging.FileHandler) and Path(handler.baseFilename).name == CLEMBENCH_LOG:
+            root.removeHandler(handler)
+            handler.close()
+            path = Path(handler.baseFilename)
+            if created and not isinstance(handler, _RunLog) and path.is_file() and path.stat().st_size == 0:
+                path.unlink()
+    if run_folder is not None:
+        root.addHandler(_RunLog(run_folder))
+
+
+def configure_logging(verbose: bool, run_folder: Path | None = None) -> None:
+    """Warnings (every record with -v) to stderr with API keys masked, and clemcore's ``clembench.log`` in
+    ``run_folder`` (the run a command plays; None: no log file)."""
+    log_existed = Path(CLEMBENCH_LOG).exists()
+    imported = "clemcore" in sys.modules
     import clemcore  # noqa: F401 - importing it replaces the root handlers (its logging.yaml), so it goes first
 
+    _move_clembench_log(run_folder, created=not imported and not log_existed)
     install_log_redaction()
     root = logging.getLogger()
     console = next((h for h in root.handlers if isinstance(h, _Console)), None)
@@ -70,7 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
-    configure_logging(args.verbose)
+    run_log = getattr(args, "run_log", None)  # a command that plays names the argument holding its run's folder
+    configure_logging(args.verbose, getattr(args, run_log) if run_log else None)
     if not args.verbose:  # clemcore logs every game load at INFO to the console
         for name in ("clemcore", "clemcore.run", "clemcore.cli"):
             logging.getLogger(name).setLevel(logging.WARNING)

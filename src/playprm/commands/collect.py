@@ -23,7 +23,7 @@ def register(subparsers) -> None:
     parser.add_argument("--results-dir", type=Path, default=Path("rollouts"))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--batch-size", type=int, default=32, help="rollout trees in flight")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, run_log="results_dir")  # clembench.log goes into the run's folder
 
 
 def run(args) -> int:

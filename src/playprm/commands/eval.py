@@ -55,7 +55,7 @@ def register(subparsers) -> None:
                         help="--selection anchored: how much a candidate's score must beat the greedy reply's to "
                              "replace it; auto (the default with the PRM) reads it for this N from --prm-path's "
                              "switch_margin.json (train-prm's validation rollouts); 0 = argmax over a set with greedy")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, run_log="results_dir")  # clembench.log goes into the run's folder
 
 
 def config_from_args(args) -> EvalConfig:

@@ -27,7 +27,7 @@ def register(subparsers) -> None:
     parser.add_argument("--rounds", type=int, choices=[1, 2], default=1,
                         help="small preset: 2 adds expert iteration (the policy retrained on its own PRM-guided "
                              "best-of-4 wins, then evaluated greedy as sft-round2-greedy)")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, run_log="workdir")  # clembench.log goes into the work directory
 
 
 def run(args) -> int:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from playprm.errors import UsageError
@@ -13,16 +12,20 @@ def register(subparsers) -> None:
         "report",
         help="clemscore/statscore table (clemcore's numbers) with bootstrap CIs and plots, or --compare runs",
         description=(
-            "Read clemcore results dirs (<model-pair>/<game>/<experiment>/<episode>/scores.json). "
-            "--results-dir reads all given dirs as one run set (e.g. SLURM shards) and writes results.csv "
-            "(clem eval's columns first), results.md and clemscore.png; --compare reads each dir on its own "
-            "and writes compare.csv, compare.md and compute.png."
+            "Read clemcore results dirs (<model-pair>/<game>/<experiment>/<episode>/scores.json) and write the "
+            "report into --out (default ./playprm-reports/<run>/, named on the first line printed; never into an "
+            "input folder). --results-dir reads all given dirs as one run set (e.g. SLURM shards) and writes "
+            "results.csv (clem eval's columns first), results.md and clemscore.png; --compare reads each dir on its "
+            "own and writes compare.csv, compare.md, turns.md/.json, and compute.png where runs have cost.json "
+            "(runs playprm played). Where a run has static tasks, Playpen's clemscore (interactive games) and "
+            "statscore are shown as such, beside clemcore's all-games clemscore."
         ),
     )
     inputs = parser.add_mutually_exclusive_group(required=True)
     inputs.add_argument("--results-dir", nargs="+", type=Path, metavar="DIR", help="results dir(s), read as one")
     inputs.add_argument("--compare", nargs="+", type=Path, metavar="DIR", help="results dirs to set side by side")
-    parser.add_argument("--out", type=Path, help="output folder (default: the only input dir)")
+    parser.add_argument("--out", type=Path,
+                        help="output folder (default: ./playprm-reports/<run>/; never inside an input dir)")
     parser.add_argument(
         "--static-games", metavar="A,B",
         help="comma-separated static games for statscore, overriding the automatic split (default: clemgame.json "
@@ -33,9 +36,10 @@ def register(subparsers) -> None:
         help="extra games folder (e.g. a clembench checkout) whose clemgame.json files mark static games",
     )
     parser.add_argument("--paired", nargs=2, action="append", metavar=("A", "B"), default=[],
-                        help="with --compare: clemscore(A) - clemscore(B) over the instances both played, with a "
-                             "paired bootstrap 95%% CI, and a per-game table and forest plot of where they differ "
-                             "(runs named by their --compare folder; repeatable)")
+                        help="with --compare: clemscore(A) - clemscore(B) over the instances both played (Playpen's "
+                             "clemscore and statscore where the runs have static tasks), with a paired bootstrap "
+                             "95%% CI, and a per-game table and forest plot of where they differ (runs named by "
+                             "their --compare folder; repeatable)")
     parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples for the CIs (default 1000)")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     parser.add_argument(
@@ -45,21 +49,6 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def _output_folder(out: Path | None, inputs: list[Path]) -> Path:
-    if out is None:
-        if len(inputs) != 1:
-            raise UsageError("several input dirs: pass --out OUT to say where the report goes")
-        out = inputs[0]
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} exists and is not a folder; choose another path")
-    existing = out
-    while not existing.exists():
-        existing = existing.parent
-    if not os.access(existing, os.W_OK):
-        raise UsageError(f"cannot write into {out} (no permission); pass --out to a writable folder")
-    return out
-
-
 def _static_games(value: str | None) -> set[str] | None:
     if value is None:
         return None
@@ -67,25 +56,28 @@ def _static_games(value: str | None) -> set[str] | None:
 
 
 def run(args) -> int:
-    from playprm.report.episodes import validate_results_dirs
+    from playprm.report.inputs import check_input_folders, check_output_folder, check_pairs
 
-    inputs = validate_results_dirs(args.compare or args.results_dir)
-    out = _output_folder(args.out, inputs)
+    # every check reads names only, before pandas and clemcore load (seconds), so a refusal comes at once
+    folders = args.compare or args.results_dir
+    flag = "--compare" if args.compare else "--results-dir"
     if args.paired and not args.compare:
         raise UsageError("--paired compares runs of --compare; add --compare DIR ...")
     if args.resamples < 1:
         raise UsageError(f"--resamples must be at least 1, got {args.resamples}")
-    static_games = _static_games(args.static_games)
     if args.games_dir is not None and not args.games_dir.is_dir():
         raise UsageError(f"--games-dir {args.games_dir} is not a folder; pass a clembench checkout or a games folder")
+    runs = check_input_folders(folders, flag)
     pairs = [tuple(p) for p in args.paired]
-    if pairs:
-        from playprm.report.paired import check_paired_labels
-
-        check_paired_labels(inputs, pairs)
+    check_pairs(runs, pairs)
+    out = check_output_folder(args.out, folders, compare=bool(args.compare))
+    print(f"playprm report: writing into {out}/" + ("" if args.out else " (--out chooses another folder)"),
+          flush=True)
+    inputs = [run.path for run in runs]
+    static_games = _static_games(args.static_games)
     if args.compare:
         from playprm.report.compare import compare_runs, render_comparison
-        from playprm.report.outputs import write_comparison, write_paired, write_turns
+        from playprm.report.outputs import NO_COMPUTE_PLOT, write_comparison, write_paired, write_turns
         from playprm.report.paired import resolve_pairs
 
         comparison = compare_runs(inputs, static_games, args.resamples, args.seed, args.errored_as_aborted,
@@ -93,6 +85,8 @@ def run(args) -> int:
         pairs = resolve_pairs(comparison, pairs)  # a name that fits no run stops here, before any file is written
         print(render_comparison(comparison), end="")
         written = write_comparison(comparison, out)
+        if out / "compute.png" not in written:
+            print(NO_COMPUTE_PLOT)
         turns, turn_files = write_turns(comparison, out)
         print("\nReplies that repeat a reply the game rejected, and guided turns (all rows: turns.md)\n" + turns)
         written += turn_files

@@ -11,8 +11,9 @@ through ``clemcore.clemeval.save_clem_table``, so ``-, clemscore``, every ``<gam
   clemcore's clemscore and statscore is blank, with the reason in the notes.
 - bootstrap 95% intervals (``... CI low`` / ``... CI high``) for clemscore, statscore and every game's
   % Played and Quality Score; see ``playprm.report.bootstrap`` for the method.
-- ``episodes`` (scored episodes) and ``errored`` (an ``error.json`` and no scores.json: counted apart,
-  never scored, as clemcore leaves them out) per game and in total. With ``errored_as_aborted`` they are
+- ``episodes`` (scored episodes), ``errored`` (an ``error.json`` and no scores.json: counted apart,
+  never scored, as clemcore leaves them out) and ``unreadable`` (a scores.json without countable scores, left
+  out) per game and in total. With ``errored_as_aborted`` they are
   scored as aborted episodes instead (Aborted 1, no Main Score), so ``% Played`` counts them.
 """
 
@@ -31,7 +32,7 @@ from playprm.report.bootstrap import bootstrap_intervals
 from playprm.report.episodes import EpisodeScores, load_episode_scores, per_episode
 from playprm.report.game_kinds import classify_games
 
-CLEMSCORE = "-, clemscore"  # clemcore's: every game read (the LM Playschool "in-domain" column)
+CLEMSCORE = "-, clemscore"  # clemcore's: every game read, static tasks included
 INTERACTIVE = "-, clemscore (interactive)"  # Playpen's clemscore: the interactive games only
 STATSCORE = "-, statscore"
 AVERAGE_PLAYED = "all, Average % Played"
@@ -42,6 +43,7 @@ CI_LOW = " CI low"
 CI_HIGH = " CI high"
 EPISODES = "episodes"
 ERRORED = "errored"
+UNREADABLE = "unreadable"  # a scores.json with no countable scores: left out, as clemcore cannot count it
 
 
 def clemcore_table(frame: pd.DataFrame) -> pd.DataFrame:
@@ -108,7 +110,8 @@ def table_from_episodes(
     intervals = bootstrap_intervals(rows, set(static), n_resamples, seed)
     counts = rows.groupby(["model", "game"]).size()
     totals = rows.groupby("model").size()
-    errored_games = sorted({game for _, game in episodes.errored})
+    unreadable = episodes.unreadable_counts()
+    errored_games = sorted({game for _, game in episodes.errored} | {game for _, game in unreadable})
     interactive = kinds.interactive(games)
     extras: dict[str, list] = {
         INTERACTIVE: list(_subset_clemscore(table, interactive) if static else table[CLEMSCORE]),
@@ -121,6 +124,7 @@ def table_from_episodes(
     extras[f"-, {ERRORED}"] = [
         sum(n for (model, _), n in episodes.errored.items() if model == m) for m in table.index
     ]
+    extras[f"-, {UNREADABLE}"] = [sum(n for (model, _), n in unreadable.items() if model == m) for m in table.index]
     for game in sorted(set(games) | set(errored_games)):
         for metric, attribute in ((PLAYED, "played"), (QUALITY, "quality")):
             for suffix, bound in ((CI_LOW, "low"), (CI_HIGH, "high")):
@@ -129,6 +133,7 @@ def table_from_episodes(
                 ]
         extras[f"{game}, {EPISODES}"] = [int(counts.get((m, game), 0)) for m in table.index]
         extras[f"{game}, {ERRORED}"] = [episodes.errored.get((m, game), 0) for m in table.index]
+        extras[f"{game}, {UNREADABLE}"] = [unreadable.get((m, game), 0) for m in table.index]
     extra_frame = pd.DataFrame(extras, index=table.index)
     bounds = [column for column in extra_frame.columns if column.endswith((CI_LOW, CI_HIGH))]
     extra_frame[bounds] = extra_frame[bounds].round(2)  # clemcore's precision

@@ -26,6 +26,7 @@ from playprm.report.clemscore import (
     PLAYED,
     QUALITY,
     STATSCORE,
+    UNREADABLE,
     game_names,
     score_errored_as_aborted,
     table_from_episodes,
@@ -116,6 +117,7 @@ def _run_rows(results_dir: Path, episodes: EpisodeScores, table: pd.DataFrame) -
         row["unreadable cost.json"] = bad_costs
         row[EPISODES] = int(table.at[model, f"-, {EPISODES}"]) if scored else 0
         row[ERRORED] = sum(n for (m, _), n in episodes.errored.items() if m == model)
+        row[UNREADABLE] = sum(n for (m, _), n in episodes.unreadable_counts().items() if m == model)
         for key, value in (record.to_json() if record else {}).items():
             if key not in MODE_FIELDS and isinstance(value, (str, int, float, bool)):
                 row[f"run {key}"] = value
@@ -181,22 +183,33 @@ def run_labels(rows: list[dict]) -> list[str]:
 
 
 def _comparison_rows(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
-    games = game_names(table)
+    # columns that say nothing for these runs (no playprm metadata, no cost.json) are left out: compare.csv has all
     columns = score_columns(bool((table["static games"] != "").any()))
-    headers = ["run", "mode", "N", *[f"{header} [95% CI]" for header, _ in columns], "% played", "quality"]
-    headers += [f"{game} quality" for game in games]
-    headers += ["gen tok/ep", "PRM tok/ep", "wall s/ep", "episodes", "errored"]
+    played_by_playprm = bool((table["section"] != UNKNOWN).any())
+    costs = [(header, column) for header, column in zip(("gen tok/ep", "PRM tok/ep", "wall s/ep"),
+                                                         COST_COLUMNS.values(), strict=True)
+             if table[column].notna().any()]
+    headers = ["run", *(["mode", "N"] if played_by_playprm else []),
+               *[f"{header} [95% CI]" for header, _ in columns], "% played", "quality",
+               *[header for header, _ in costs], "episodes", "errored", "unreadable"]
     rows = []
     for label, row in table.iterrows():
-        cells = [
-            label, str(row["mode"]), number(row["n_candidates"], 0),
-            *[scored(table, row, column) for _, column in columns],
-            number(row[AVERAGE_PLAYED]), number(row[AVERAGE_QUALITY]),
-        ]
-        cells += [number(row[f"{game}, {QUALITY}"]) for game in games]
-        cells += [number(row[column], 1) for column in COST_COLUMNS.values()]
-        cells += [str(int(row[EPISODES])), str(int(row[ERRORED]))]
+        cells = [label, *([str(row["mode"]), number(row["n_candidates"], 0)] if played_by_playprm else []),
+                 *[scored(table, row, column) for _, column in columns],
+                 number(row[AVERAGE_PLAYED]), number(row[AVERAGE_QUALITY])]
+        cells += [number(row[column], 1) for _, column in costs]
+        cells += [str(int(row[EPISODES])), str(int(row[ERRORED])), str(int(row.get(UNREADABLE, 0)))]
         rows.append(cells)
+    return headers, rows
+
+
+def _quality_rows(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    # one row per game, one column per run: a long game list stays readable (Quality Score per game)
+    static = {game.strip() for games in table["static games"] for game in str(games).split(",") if game.strip()}
+    headers = ["game", *table.index]
+    rows = [[f"{game} (static)" if game in static else game,
+             *[number(table.at[label, f"{game}, {QUALITY}"]) for label in table.index]]
+            for game in game_names(table) if f"{game}, {QUALITY}" in table.columns]
     return headers, rows
 
 
@@ -207,20 +220,26 @@ def _sections(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
     return [(title, part) for title, part in sections if len(part)]
 
 
+QUALITY_TITLE = "Quality Score per game (mean Main Score of the episodes played to the end)"
+
+
 def render_comparison(table: pd.DataFrame) -> str:
     """The comparison from ``compare_runs`` as plain text: honest runs, runs of unknown mode, then env-lookahead
-    runs apart."""
+    runs apart; then the Quality Score per game and run."""
     parts = []
     for title, part in _sections(table):
         parts += [title, text_table(*_comparison_rows(part)), ""]
+    parts += [QUALITY_TITLE, text_table(*_quality_rows(table)), ""]
     parts += table.attrs.get("summary", [])
     return "\n".join(parts).rstrip() + "\n"
 
 
 def comparison_markdown(table: pd.DataFrame) -> str:
-    """The comparison as a Markdown document (compare.md), one section per kind of run."""
+    """The comparison as a Markdown document (compare.md), one section per kind of run, then the Quality Score per
+    game and run."""
     parts = ["# Run comparison", ""]
     for title, part in _sections(table):
         parts += [f"## {title}", "", markdown_table(*_comparison_rows(part)), ""]
+    parts += [f"## {QUALITY_TITLE}", "", markdown_table(*_quality_rows(table)), ""]
     parts += [f"- {line}" for line in table.attrs.get("summary", [])]
     return "\n".join(parts).rstrip() + "\n"

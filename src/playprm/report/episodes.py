@@ -18,6 +18,7 @@ import pandas as pd
 from clemcore.clemgame import metrics as clemmetrics
 
 from playprm.errors import UsageError
+from playprm.report.inputs import check_folder
 from playprm.results import episode_scores_oddities, episode_scores_problem, read_json
 from playprm.results.layout import ERROR_FILE, is_hidden, result_files
 
@@ -55,14 +56,25 @@ class EpisodeScores:
     duplicates: int = 0
     hidden: int = 0
 
+    def unreadable_counts(self) -> dict[tuple[str, str], int]:
+        """Unreadable scores.json files per (model, game), from their folder names (files outside the layout
+        are left out here; ``summary_lines`` counts every one)."""
+        counts: dict[tuple[str, str], int] = {}
+        for path, _ in self.unreadable:
+            key = _episode_key(path)
+            if key is not None:
+                counts[key[:2]] = counts.get(key[:2], 0) + 1
+        return counts
+
     def summary_lines(self) -> list[str]:
         """One line per thing a reader of the numbers should know (skipped files, errored episodes)."""
         lines = []
         if self.unreadable:
             first, reason = self.unreadable[0]
             lines.append(
-                f"{len(self.unreadable)} scores.json file(s) hold no countable scores (clemcore could not count "
-                f"them either) and were left out (first: {first}: {reason})"
+                f"warning: {len(self.unreadable)} episode(s) left out: their scores.json holds no countable scores "
+                f"(clemcore could not count them either; the unreadable column counts them; first: {first}: "
+                f"{reason})"
             )
         if self.unusual:
             first, note = self.unusual[0]
@@ -89,15 +101,7 @@ def validate_results_dirs(results_dirs: list[Path]) -> list[Path]:
     """Return the dirs as Paths, or raise UsageError for the first one that is missing or not a folder."""
     if not results_dirs:
         raise UsageError("no results dir given; pass --results-dir DIR (a clemcore results folder)")
-    checked = []
-    for results_dir in results_dirs:
-        path = Path(results_dir)
-        if not path.exists():
-            raise UsageError(f"results dir {path} does not exist; pass the folder that `clem run` wrote")
-        if not path.is_dir():
-            raise UsageError(f"results dir {path} is not a folder; pass the folder that `clem run` wrote")
-        checked.append(path)
-    return checked
+    return [check_folder(results_dir) for results_dir in results_dirs]
 
 
 def _episode_key(scores_file: Path) -> EpisodeKey | None:

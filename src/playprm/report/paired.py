@@ -1,5 +1,9 @@
 """Paired comparisons: the clemscore difference of two runs over the same game instances, with a paired CI.
 
+Which clemscore: where the runs have static tasks, Playpen's two numbers each get their own difference
+(clemscore over the interactive games, statscore over the static tasks), and clemcore's all-games clemscore a
+third row labelled as such; without static tasks the three are one number, clemcore's clemscore.
+
 Two decoding modes evaluated on the same instances are not independent samples: an instance that is easy for
 one is usually easy for the other. The paired bootstrap resamples *instances* (within each game, as the
 unpaired intervals do), applies the same draw to both runs and recomputes clemscore(A) - clemscore(B) per
@@ -11,16 +15,21 @@ the end counts clemscore 0 here (0 % played times any quality), where clemcore l
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
 from playprm.errors import UsageError
 from playprm.report.bootstrap import _nanmean, _percentiles
+from playprm.report.clemscore import CLEMSCORE, INTERACTIVE, STATSCORE
+from playprm.report.inputs import run_names
 
 KEYS = ["game", "experiment", "episode"]
+PLAYPEN_CLEMSCORE = "Playpen clemscore (interactive games)"
+PLAYPEN_STATSCORE = "statscore (static tasks)"
+ALL_GAMES = "clemcore clemscore (all games)"
+NONE_STATIC = "clemscore (all games; none static)"
 
 
 @dataclass(frozen=True)
@@ -31,14 +40,17 @@ class PairedDifference:
     low: float
     high: float
     episodes: int  # shared instances
+    score: str = NONE_STATIC  # which clemscore: PLAYPEN_CLEMSCORE, PLAYPEN_STATSCORE, ALL_GAMES or NONE_STATIC
+    value_a: float = float("nan")  # the score of each whole run (the report's table), beside the paired difference
+    value_b: float = float("nan")
 
     @property
     def excludes_zero(self) -> bool:
         return self.low > 0 or self.high < 0
 
     def as_dict(self) -> dict:
-        return {"a": self.a, "b": self.b, "difference": self.difference, "ci": [self.low, self.high],
-                "episodes": self.episodes}
+        return {"a": self.a, "b": self.b, "score": self.score, "a_score": self.value_a, "b_score": self.value_b,
+                "difference": self.difference, "ci": [self.low, self.high], "episodes": self.episodes}
 
 
 def _clemscore(played: np.ndarray, quality: np.ndarray) -> np.ndarray:
@@ -74,31 +86,6 @@ def paired_difference(a: pd.DataFrame, b: pd.DataFrame, *, names: tuple[str, str
                             len(shared))
 
 
-def _names(results_dir: str, model: str, runs_in_dir: int) -> set[str]:
-    # what a user may type for a run: the dir as given or resolved, its folder name, and with the model folder
-    path = Path(results_dir)
-    names = {f"{base}/{model}" for base in (results_dir, path.name, str(path.resolve()))}
-    if runs_in_dir == 1:
-        names |= {results_dir, path.name, str(path.resolve())}
-    return names
-
-
-def check_paired_labels(inputs: list[Path], pairs: list[tuple[str, str]]) -> None:
-    """UsageError, before anything is read or written, for a ``--paired`` name that names none of ``inputs``:
-    each must be an input dir (as typed, or its folder name), or ``<dir>/<model-pair folder>`` inside one."""
-    known: set[str] = set()
-    for results_dir in inputs:
-        children = [c.name for c in Path(results_dir).iterdir() if c.is_dir() and not c.name.startswith(".")]
-        known |= _names(str(results_dir), "", 1)
-        for child in children:
-            known |= _names(str(results_dir), child, 2)
-    unknown = [name for pair in pairs for name in pair if name.rstrip("/") not in known]
-    if unknown:
-        offered = ", ".join(Path(str(d)).name for d in inputs)
-        raise UsageError(f"--paired: {unknown[0]!r} is none of the --compare dirs; name a run by its folder "
-                         f"({offered}) or as <folder>/<model-pair folder>")
-
-
 def resolve_run(comparison: pd.DataFrame, name: str) -> str:
     """The comparison's label of the run a user named (a label, the dir as typed or its folder name)."""
     name = name.rstrip("/")
@@ -106,21 +93,49 @@ def resolve_run(comparison: pd.DataFrame, name: str) -> str:
         return name
     runs_in_dir = comparison["results dir"].value_counts()
     matches = [label for label, row in comparison.iterrows()
-               if name in _names(row["results dir"], row["model"], int(runs_in_dir[row["results dir"]]))]
+               if name in run_names(row["results dir"], row["model"], int(runs_in_dir[row["results dir"]]))]
     if len(matches) == 1:
         return matches[0]
     why = "several runs" if matches else "no run"
     raise UsageError(f"--paired: {why} named {name!r}; runs: {', '.join(comparison.index)}")
 
 
+def static_games(comparison: pd.DataFrame, *labels: str) -> set[str]:
+    """The static tasks of the runs ``labels`` of a comparison (its ``static games`` column)."""
+    return {game.strip() for label in labels for game in str(comparison.at[label, "static games"]).split(",")
+            if game.strip() and game.strip() != "nan"}
+
+
+def score_kinds(static: set[str], games: set[str]) -> list[tuple[str, str, set[str] | None]]:
+    """``(label, comparison column, games or None for all)`` of each clemscore to pair: Playpen's clemscore and
+    statscore, then clemcore's all-games clemscore, where ``games`` include a static one; else the one clemscore."""
+    if not static & games:
+        return [(NONE_STATIC, CLEMSCORE, None)]
+    return [(PLAYPEN_CLEMSCORE, INTERACTIVE, games - static), (PLAYPEN_STATSCORE, STATSCORE, static & games),
+            (ALL_GAMES, CLEMSCORE, None)]
+
+
+def paired_scores(comparison: pd.DataFrame, a: str, b: str, *, n_resamples: int = 1000,
+                  seed: int = 0) -> list[PairedDifference]:
+    """The paired differences of runs ``a`` and ``b`` (labels of a ``compare_runs`` table), one per clemscore of
+    ``score_kinds``, each with both runs' whole-run score from the table."""
+    frames = run_frame(comparison, a), run_frame(comparison, b)
+    games = set(frames[0]["game"]) | set(frames[1]["game"])
+    differences = []
+    for label, column, subset in score_kinds(static_games(comparison, a, b), games):
+        kept = [frame if subset is None else frame[frame["game"].isin(subset)] for frame in frames]
+        difference = paired_difference(*kept, names=(a, b), n_resamples=n_resamples, seed=seed)
+        differences.append(replace(difference, score=label, value_a=float(comparison.at[a, column]),
+                                   value_b=float(comparison.at[b, column])))
+    return differences
+
+
 def paired_from_comparison(comparison: pd.DataFrame, pairs: list[tuple[str, str]], *, n_resamples: int = 1000,
                            seed: int = 0) -> list[PairedDifference]:
-    """Paired differences between runs of a ``compare_runs`` table, named as ``resolve_run`` reads names."""
-    differences = []
-    for a, b in resolve_pairs(comparison, pairs):
-        frames = [run_frame(comparison, label) for label in (a, b)]
-        differences.append(paired_difference(*frames, names=(a, b), n_resamples=n_resamples, seed=seed))
-    return differences
+    """The headline paired difference (Playpen's clemscore where runs have static tasks, else clemcore's) of each
+    pair of runs of a ``compare_runs`` table, named as ``resolve_run`` reads names."""
+    return [paired_scores(comparison, a, b, n_resamples=n_resamples, seed=seed)[0]
+            for a, b in resolve_pairs(comparison, pairs)]
 
 
 def resolve_pairs(comparison: pd.DataFrame, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -144,11 +159,14 @@ def run_episodes(results_dir, model: str | None = None) -> pd.DataFrame:
 
 
 def render_paired(differences: list[PairedDifference]) -> str:
-    """A Markdown table of paired differences."""
+    """A Markdown table of paired differences: which clemscore, each whole run's score, A - B on the shared
+    instances with its paired CI."""
     from playprm.report.render import number
     from playprm.tables import markdown_table
 
-    rows = [[d.a, d.b, number(d.difference), f"[{number(d.low)}, {number(d.high)}]", str(d.episodes),
-             "yes" if d.excludes_zero else "no"] for d in differences]
-    return markdown_table(["A", "B", "clemscore A - B", "paired 95% CI", "shared episodes", "CI excludes 0"],
-                          rows)
+    rows = [[d.a, d.b, d.score, number(d.value_a), number(d.value_b),
+             number(d.difference) if d.episodes else "no shared instance",
+             f"[{number(d.low)}, {number(d.high)}]" if d.episodes else "", str(d.episodes),
+             ("yes" if d.excludes_zero else "no") if d.episodes else ""] for d in differences]
+    return markdown_table(["A", "B", "score", "A (whole run)", "B (whole run)", "A - B (shared instances)",
+                           "paired 95% CI", "shared episodes", "CI excludes 0"], rows)

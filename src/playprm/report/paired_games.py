@@ -107,8 +107,10 @@ def _pair(interval) -> tuple[float, float]:
     return float(interval.low), float(interval.high)
 
 
-def render_game_differences(a: str, b: str, differences: list[GameDifference]) -> str:
-    """A Markdown table of the per-game differences (A - B), most lost first."""
+def render_game_differences(a: str, b: str, differences: list[GameDifference],
+                            static: set[str] = frozenset()) -> str:
+    """A Markdown table of the per-game differences (A - B), most lost first; a static task (in ``static``) is
+    marked, and its points are statscore points (an interactive game's: Playpen clemscore points)."""
     from playprm.report.render import number
     from playprm.tables import markdown_table
 
@@ -116,16 +118,22 @@ def render_game_differences(a: str, b: str, differences: list[GameDifference]) -
         text = number(value)
         return f"{text} [{number(interval[0])}, {number(interval[1])}]" if text else ""
 
-    headers = ["game", "episodes", "clemscore points A - B [95% CI]", "% played B -> A", "% played A - B",
+    headers = ["game", "episodes", "score points A - B [95% CI]", "% played B -> A", "% played A - B",
                "quality B -> A", "quality A - B"]
-    rows = [[d.game, str(d.episodes), cell(d.points, d.points_ci),
+    rows = [[f"{d.game} (static)" if d.game in static else d.game, str(d.episodes), cell(d.points, d.points_ci),
              f"{number(d.played_b)} -> {number(d.played_a)}", cell(d.played, d.played_ci),
              f"{number(d.quality_b)} -> {number(d.quality_a)}", cell(d.quality, d.quality_ci)]
             for d in differences]
-    total = sum(d.points for d in differences if not np.isnan(d.points))
-    return (markdown_table(headers, rows) + f"\n\nA = {a}, B = {b}. The games' clemscore points add up to "
-            f"{number(total)} (clemscore is a product of averages, so the sum is close to, not equal to, the "
-            "paired total).")
+    sums = []
+    for kind, games in (("clemscore", [d for d in differences if d.game not in static]),
+                        ("statscore", [d for d in differences if d.game in static])):
+        if games:
+            sums.append(f"{kind} points add up to {number(sum(d.points for d in games if not np.isnan(d.points)))}")
+    which = ("Points: what each game alone moves its score by (an interactive game: Playpen's clemscore over the "
+             "interactive games; a static task: statscore). " if static else
+             "Points: what each game alone moves clemscore by. ")
+    return (markdown_table(headers, rows) + f"\n\nA = {a}, B = {b}. {which}The games' " + " and ".join(sums)
+            + " (a score is a product of averages, so the sum is close to, not equal to, the paired total).")
 
 
 def game_differences_json(a: str, b: str, differences: list[GameDifference]) -> dict:

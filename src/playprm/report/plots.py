@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from playprm.atomic import save_atomic
-from playprm.report.clemscore import CI_HIGH, CI_LOW, CLEMSCORE
+from playprm.report.clemscore import CI_HIGH, CI_LOW, CLEMSCORE, INTERACTIVE, STATSCORE
 
 
 def _pyplot():
@@ -27,23 +27,45 @@ def _error_bars(points: pd.Series, lows: pd.Series, highs: pd.Series) -> list[li
     return [below, above]
 
 
+def plotted_scores(static: bool) -> list[tuple[str, str, str]]:
+    """``(column, label, colour)`` of the scores a figure shows: with static tasks Playpen's clemscore and
+    statscore, each named, and clemcore's all-games clemscore labelled as such; without, the one clemscore."""
+    if not static:
+        return [(CLEMSCORE, "clemscore (clemcore's, all games; none static)", "#4C72B0")]
+    return [(INTERACTIVE, "Playpen clemscore (interactive games)", "#4C72B0"),
+            (STATSCORE, "Playpen statscore (static tasks)", "#DD8452"),
+            (CLEMSCORE, "clemcore clemscore (all games)", "#A0A0A0")]
+
+
 def plot_clemscore(table: pd.DataFrame, path: Path) -> Path:
-    """Bar chart of clemscore per model (rows of ``compute_table``) with 95% CI bars, saved as PNG."""
+    """Bars per model (rows of ``compute_table``) with 95% CI bars and each value written beside its bar: Playpen's
+    clemscore and statscore and clemcore's all-games clemscore where the games include static tasks (the table's
+    ``static_games``), else clemcore's clemscore; every bar is named in the legend. Saved as PNG."""
     plt = _pyplot()
+    scores = plotted_scores(bool(table.attrs.get("static_games")))
     scored = table[table[CLEMSCORE].notna()]
+    width = 0.8 / len(scores)
     # horizontal bars: model-pair names are long and stay readable on the y axis
-    figure, axes = plt.subplots(figsize=(9.0, max(2.5, 0.5 * len(scored) + 1.5)))
-    points = scored[CLEMSCORE].astype(float)
-    axes.barh(
-        range(len(scored)), points,
-        xerr=_error_bars(points, scored[CLEMSCORE + CI_LOW].astype(float), scored[CLEMSCORE + CI_HIGH].astype(float)),
-        capsize=4, color="#4C72B0",
-    )
+    figure, axes = plt.subplots(figsize=(9.0, max(2.8, (0.35 * len(scores) + 0.3) * len(scored) + 1.8)))
+    for index, (column, label, colour) in enumerate(scores):
+        points = scored[column].astype(float)
+        rows = [row + (index - (len(scores) - 1) / 2) * width for row in range(len(scored))]
+        axes.barh(rows, points.fillna(0.0), height=width, color=colour, label=label, capsize=3,
+                  xerr=_error_bars(points.fillna(0.0), scored[column + CI_LOW].astype(float),
+                                   scored[column + CI_HIGH].astype(float)))
+        highs = scored[column + CI_HIGH].astype(float)
+        for row, point, high in zip(rows, points, highs, strict=True):  # the value beside the bar, after its CI
+            if not math.isnan(point):
+                axes.annotate(f"{point:.2f}", (point if math.isnan(high) else max(point, high), row), xytext=(4, 0),
+                              textcoords="offset points", va="center", fontsize=8)
     axes.set_yticks(range(len(scored)), list(scored.index), fontsize=8)
     axes.invert_yaxis()  # first model on top, as in the table
-    axes.set_xlabel("clemscore")
+    axes.set_xlabel("score (0-100)")
     axes.set_xlim(0, 100)
-    axes.set_title("clemscore with 95% bootstrap CI")
+    axes.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=len(scores), frameon=False)
+    axes.set_title("clemscore with 95% bootstrap CI" if len(scores) == 1 else
+                   "Playpen's clemscore and statscore, and clemcore's all-games clemscore (95% bootstrap CI)",
+                   fontsize=10)
     figure.tight_layout()
     save_atomic(path, lambda temporary: figure.savefig(temporary, format="png", dpi=120))
     plt.close(figure)
@@ -61,23 +83,26 @@ def _short_labels(labels: list) -> dict:
 
 
 def plot_compute(comparison: pd.DataFrame, path: Path, cost_column: str = "generated tokens / episode") -> Path:
-    """clemscore against mean generated tokens per episode, one point per run of ``compare_runs``.
+    """clemscore against mean generated tokens per episode, one point per run of ``compare_runs``: Playpen's
+    clemscore (interactive games) where a run has static tasks, else clemcore's, named on the axis.
 
     Honest runs are circles, env-lookahead runs red crosses; runs without cost.json are left out.
     """
     plt = _pyplot()
+    static = bool((comparison["static games"].fillna("") != "").any())
+    score, score_label, _ = plotted_scores(static)[0]
     figure, axes = plt.subplots(figsize=(6.5, 4.5))
-    placed = comparison[comparison[cost_column].notna() & comparison[CLEMSCORE].notna()]
+    placed = comparison[comparison[cost_column].notna() & comparison[score].notna()]
     short = _short_labels(list(comparison.index))
     styles = {False: ("o", "#4C72B0", "honest decoding"), True: ("x", "#C44E52", "env lookahead (not honest)")}
     for lookahead, (marker, color, label) in styles.items():
         runs = placed[placed["env_lookahead"] == lookahead]
         if not len(runs):
             continue
-        points = runs[CLEMSCORE].astype(float)
+        points = runs[score].astype(float)
         axes.errorbar(
             runs[cost_column].astype(float), points,
-            yerr=_error_bars(points, runs[CLEMSCORE + CI_LOW].astype(float), runs[CLEMSCORE + CI_HIGH].astype(float)),
+            yerr=_error_bars(points, runs[score + CI_LOW].astype(float), runs[score + CI_HIGH].astype(float)),
             fmt=marker, color=color, capsize=4, label=label, markersize=8,
         )
         for name, x, y in zip(runs.index, runs[cost_column], points, strict=True):
@@ -89,42 +114,64 @@ def plot_compute(comparison: pd.DataFrame, path: Path, cost_column: str = "gener
     else:
         axes.legend(fontsize=8)
     axes.set_xlabel(f"mean {cost_column}")
-    axes.set_ylabel("clemscore")
-    axes.set_title("clemscore against compute (95% bootstrap CI)")
+    axes.set_ylabel(score_label)
+    axes.set_title(f"{score_label.split(' (')[0]} against compute (95% bootstrap CI)", fontsize=10)
     figure.tight_layout()
     save_atomic(path, lambda temporary: figure.savefig(temporary, format="png", dpi=120))
     plt.close(figure)
     return path
 
 
-def plot_game_differences(a: str, b: str, differences: list, path: Path) -> Path:
-    """Forest plot of a per-game paired comparison (``paired_games.per_game_differences``): one row per game,
-    three panels (clemscore points, % played, quality; A - B with 95% CI), games ordered as the table."""
+GAINED, LOST, UNSURE = "#55A868", "#C44E52", "#8C8C8C"
+
+
+def plot_game_differences(a: str, b: str, differences: list, path: Path, *, static: set[str] = frozenset(),
+                          totals: list = ()) -> Path:
+    """Forest plot of a per-game paired comparison (``paired_games.per_game_differences``): one row per game (static
+    tasks marked and below the interactive games), the overall paired differences (``totals``:
+    ``paired.PairedDifference`` per score) on top, three panels (score points, % played, quality; A - B with 95%
+    CI). Green: A higher, red: A lower (the CI excludes 0); grey: the CI includes 0."""
     plt = _pyplot()
-    games = [d.game for d in differences]
-    panels = (("clemscore points", "points", "points_ci"), ("% played", "played", "played_ci"),
+    from matplotlib.lines import Line2D
+
+    ordered = ([d for d in differences if d.game not in static] + [d for d in differences if d.game in static])
+    totals = [t for t in totals if t.episodes]
+    labels = [f"overall: {t.score}" for t in totals] + [f"{d.game} (static)" if d.game in static else d.game
+                                                        for d in ordered]
+    panels = (("score points", "points", "points_ci"), ("% played", "played", "played_ci"),
               ("quality (Main Score)", "quality", "quality_ci"))
-    figure, axes = plt.subplots(1, 3, sharey=True, figsize=(12.0, max(3.0, 0.32 * len(games) + 1.6)))
-    rows = list(range(len(games)))
+    figure, axes = plt.subplots(1, 3, sharey=True, figsize=(13.0, max(3.4, 0.32 * len(labels) + 2.2)))
     for axis, (title, name, interval) in zip(axes, panels, strict=True):
-        points = pd.Series([getattr(d, name) for d in differences], dtype=float)
-        lows = pd.Series([getattr(d, interval)[0] for d in differences], dtype=float)
-        highs = pd.Series([getattr(d, interval)[1] for d in differences], dtype=float)
-        colors = ["#C44E52" if hi < 0 else "#55A868" if lo > 0 else "#8C8C8C"
-                  for lo, hi in zip(lows, highs, strict=True)]
-        bars = _error_bars(points.fillna(0.0), lows, highs)
-        for row, point, color, below, above in zip(rows, points, colors, *bars, strict=True):
+        values = [(t.difference, t.low, t.high) if name == "points" else (math.nan,) * 3 for t in totals]
+        values += [(getattr(d, name), *getattr(d, interval)) for d in ordered]
+        for row, (point, low, high) in enumerate(values):
             if math.isnan(point):
                 continue
-            axis.errorbar([point], [row], xerr=[[below], [above]], fmt="o", color=color, capsize=3, markersize=5)
+            color = LOST if high < 0 else GAINED if low > 0 else UNSURE
+            (below,), (above,) = _error_bars(pd.Series([point]), pd.Series([low]), pd.Series([high]))
+            overall = row < len(totals)
+            axis.errorbar([point], [row], xerr=[[below], [above]], fmt="D" if overall else "o", color=color,
+                          capsize=3, markersize=7 if overall else 5)
+        if totals:
+            axis.axhline(len(totals) - 0.5, color="black", linewidth=0.6)
+        static_rows = [i for i, d in enumerate(ordered) if d.game in static]
+        if static_rows and len(static_rows) < len(ordered):
+            axis.axhline(len(totals) + static_rows[0] - 0.5, color="black", linewidth=0.4, linestyle="--")
         axis.axvline(0.0, color="black", linewidth=0.8)
         axis.set_title(f"{title}, A - B", fontsize=10)
         axis.grid(axis="x", alpha=0.3)
-    axes[0].set_yticks(rows, games, fontsize=8)
-    axes[0].invert_yaxis()  # most lost on top, as in the table
-    figure.suptitle(f"A = {a}  vs  B = {b}: paired per-game differences (95% bootstrap CI; red: A lower, "
-                    "green: A higher)", fontsize=10)
-    figure.tight_layout()
+    axes[0].set_yticks(range(len(labels)), labels, fontsize=8)
+    axes[0].invert_yaxis()  # overall on top, then the games, most lost first, as in the table
+    legend = [Line2D([], [], marker="o", linestyle="", color=GAINED, label="A higher (95% CI excludes 0)"),
+              Line2D([], [], marker="o", linestyle="", color=LOST, label="A lower (95% CI excludes 0)"),
+              Line2D([], [], marker="o", linestyle="", color=UNSURE, label="95% CI includes 0"),
+              Line2D([], [], marker="D", linestyle="", color="black", label="overall paired difference")]
+    figure.legend(handles=legend, loc="lower center", ncol=4, fontsize=8, frameon=False)
+    points_of = ("score points: what a game alone moves its score by (interactive games: Playpen clemscore; static "
+                 "tasks: statscore)" if static else "score points: what a game alone moves clemscore by")
+    figure.suptitle(f"A = {a}  vs  B = {b}: paired differences on shared instances (95% bootstrap CI)\n{points_of}",
+                    fontsize=9)
+    figure.tight_layout(rect=(0, 0.05, 1, 1))
     save_atomic(path, lambda temporary: figure.savefig(temporary, format="png", dpi=120))
     plt.close(figure)
     return path

@@ -18,6 +18,7 @@ from playprm.report.clemscore import (
     PLAYED,
     QUALITY,
     STATSCORE,
+    UNREADABLE,
     game_names,
 )
 from playprm.tables import markdown_table, text_table
@@ -58,11 +59,12 @@ def mixes_kinds(table: pd.DataFrame) -> bool:
 
 
 def score_columns(mixed: bool) -> list[tuple[str, str]]:
-    """``(header, column)`` of the aggregate scores to show: Playpen's clemscore and statscore, and where the
-    games mix both kinds (``mixed``), clemcore's all-games clemscore labelled as such."""
+    """``(header, column)`` of the aggregate scores to show, each named: where the games mix both kinds (``mixed``)
+    Playpen's clemscore (interactive games) and statscore, then clemcore's all-games clemscore; else clemcore's
+    clemscore, the only number (no static task: statscore is blank and left out)."""
     if not mixed:
-        return [("clemscore", CLEMSCORE), ("statscore", STATSCORE)]
-    return [("clemscore (interactive games)", INTERACTIVE), ("statscore (static)", STATSCORE),
+        return [("clemscore (all games; none static)", CLEMSCORE)]
+    return [("Playpen clemscore (interactive games)", INTERACTIVE), ("statscore (static tasks)", STATSCORE),
             ("clemcore clemscore (all games)", CLEMSCORE)]
 
 
@@ -76,7 +78,7 @@ def overview_rows(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     """Headers and rows of the per-model overview: clemscore and statscore with CIs, averages, counts."""
     columns = score_columns(mixes_kinds(table))
     headers = ["model", *[f"{header} [95% CI]" for header, _ in columns], "% played", "quality", "episodes",
-               "errored"]
+               "errored", "unreadable"]
     rows = []
     for model in table.index:
         rows.append([
@@ -86,27 +88,29 @@ def overview_rows(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
             number(_cell(table, model, AVERAGE_QUALITY)),
             str(int(_cell(table, model, f"-, {EPISODES}"))),
             str(int(_cell(table, model, f"-, {ERRORED}"))),
+            str(int(_cell(table, model, f"-, {UNREADABLE}"))),
         ])
     return headers, rows
 
 
 def game_rows(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     """Headers and rows of the per-(model, game) breakdown with CIs."""
-    headers = ["model", "game", "% played [95% CI]", "quality [95% CI]", "episodes", "errored"]
+    headers = ["model", "game", "% played [95% CI]", "quality [95% CI]", "episodes", "errored", "unreadable"]
     rows = []
     static = set(table.attrs.get("static_games") or [])
     for model in table.index:
         for game in game_names(table):
             episodes = int(_cell(table, model, f"{game}, {EPISODES}"))
             errored = int(_cell(table, model, f"{game}, {ERRORED}"))
-            if not episodes and not errored:
+            unreadable = int(_cell(table, model, f"{game}, {UNREADABLE}"))
+            if not episodes and not errored and not unreadable:
                 continue
             cells = [model, f"{game} (static)" if game in static else game]
             for metric in (PLAYED, QUALITY):
                 base = f"{game}, {metric}"
                 cells.append(with_interval(_cell(table, model, base), _cell(table, model, base + CI_LOW),
                                            _cell(table, model, base + CI_HIGH)))
-            rows.append([*cells, str(episodes), str(errored)])
+            rows.append([*cells, str(episodes), str(errored), str(unreadable)])
     return headers, rows
 
 
@@ -120,7 +124,7 @@ def render_table(table: pd.DataFrame) -> str:
 def results_markdown(table: pd.DataFrame) -> str:
     """The clemscore table as a Markdown document (results.md)."""
     parts = [
-        "# clemscore", "", markdown_table(*overview_rows(table)), "",
+        "# Scores", "", markdown_table(*overview_rows(table)), "",
         "## Per game", "", markdown_table(*game_rows(table)), "",
     ]
     parts += [f"- {note}" for note in _notes(table)]
@@ -130,8 +134,11 @@ def results_markdown(table: pd.DataFrame) -> str:
 def _notes(table: pd.DataFrame) -> list[str]:
     notes = [table.attrs.get("game_kinds", "")]
     if mixes_kinds(table):
-        notes.append("clemcore clemscore (all games): clemcore's `clem eval` over every game read (the LM Playschool "
-                     "in-domain column); Playpen reports clemscore over the interactive games and statscore apart")
+        notes.append("clemcore clemscore (all games): clemcore's `clem eval` over every game read, static tasks "
+                     "included; Playpen (`playpen eval`) reports clemscore over the interactive games and statscore "
+                     "over the static tasks apart")
+    notes.append("errored: an error.json and no scores.json (clemcore leaves them out); unreadable: a scores.json "
+                 "that holds no countable scores, left out as clemcore cannot count it either")
     notes.append(METHOD_NOTE)
     notes += table.attrs.get("summary", [])
     return notes

@@ -5,8 +5,9 @@ Built on clemcore's own transcript builder: the alternatives are inserted into a
 Game Master notes right after the reply that was played, so the page looks like ``clem transcribe``'s and the
 original interactions.json is untouched. Writes ``transcript.html`` (clemcore's page, unchanged) per episode,
 ``search.html`` for episodes with candidate logs (guided turns), and an ``index.html`` listing every episode with
-its outcome and Main Score. Pages go beside the episodes (as ``clem transcribe`` writes them) or into a mirror of
-the layout under another folder.
+its outcome and Main Score. Pages go into a mirror of the results layout under the output folder (never beside
+the episodes: ``clem transcribe``'s own pages live there). An episode whose scores.json is broken but whose
+interactions.json reads still gets its page, listed with the problem instead of an outcome.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import json
 from pathlib import Path
 
 from playprm import atomic
-from playprm.results.layout import CANDIDATES_FILE
+from playprm.results.layout import CANDIDATES_FILE, INTERACTIONS_FILE
 
 
 def candidates_note(row: dict) -> str:
@@ -50,47 +51,80 @@ def with_candidates(interactions: dict, rows: list[dict]) -> dict:
     return annotated
 
 
-def transcribe(results_dir: Path, out: Path | None = None) -> list[Path]:
+def _interactions(folder: Path) -> dict | None:
+    # an episode skipped for another file (a broken scores.json) still has a page where its events read
+    from playprm.results import read_json
+
+    interactions, reason = read_json(folder / INTERACTIONS_FILE)
+    turns = interactions.get("turns") if isinstance(interactions, dict) else None
+    if reason or not isinstance(turns, list) or not all(isinstance(events, list) for events in turns):
+        return None
+    return interactions
+
+
+def transcribe(results_dir: Path, out: Path) -> tuple[list[Path], list[str]]:
     """Write transcript.html (and search.html where candidates.jsonl exists) for every episode under
-    ``results_dir`` into ``out`` (default: beside each episode), and ``out/index.html``. Returns the pages."""
+    ``results_dir`` into the mirror ``out/<model>/<game>/<experiment>/<episode>/``, and ``out/index.html``.
+    Returns the pages and one note per kind of episode shown without an outcome or left out, with the count."""
     from clemcore.clemgame.transcripts.builder import build_transcript
 
     from playprm.report.render import number
     from playprm.results import iter_episodes
 
-    out = results_dir if out is None else out
+    skipped: list[tuple[Path, str]] = []
     pages, rows = [], []
-    for episode in iter_episodes(results_dir, on_skip=lambda path, reason: None):
+    for episode in iter_episodes(results_dir, on_skip=lambda path, reason: skipped.append((path, reason))):
         if episode.interactions is None:
             continue
-        relative = episode.path.relative_to(results_dir)
-        folder = out / relative
         candidates_file = episode.path / CANDIDATES_FILE
         candidates = [json.loads(x) for x in candidates_file.read_text(encoding="utf-8").splitlines() if x.strip()] \
             if candidates_file.exists() else []
-        links = []
-        try:
-            links.append(atomic.write_text(folder / "transcript.html", build_transcript(episode.interactions)))
-            if candidates:
-                links.append(atomic.write_text(folder / "search.html",
-                                               build_transcript(with_candidates(episode.interactions, candidates))))
-        except Exception as error:  # one odd episode must not stop the others' pages
-            rows.append((relative, episode, f"not rendered ({type(error).__name__}: {error})"[:160], []))
+        cells = (episode.game, episode.outcome or episode.outcome_problem or "", number(episode.main_score))
+        pages += _pages(build_transcript, episode.path, results_dir, out, episode.interactions, candidates, cells,
+                        rows)
+    shown, left_out = [], []
+    for folder, reason in skipped:
+        interactions = _interactions(folder)
+        if interactions is None:
+            left_out.append((folder, reason))
             continue
-        pages += links
-        rows.append((relative, episode, "", links))
-    atomic.write_text(out / "index.html", _index(rows, out, number))
-    return pages
+        shown.append((folder, reason))
+        pages += _pages(build_transcript, folder, results_dir, out, interactions, [],
+                        (folder.parents[1].name, f"no outcome: {reason}", ""), rows)
+    atomic.write_text(out / "index.html", _index(sorted(rows, key=lambda row: str(row[0])), out))
+    notes = []
+    if shown:
+        notes.append(f"{len(shown)} episode(s) shown without an outcome: interactions.json reads, another file "
+                     f"does not (first: {shown[0][0]}: {shown[0][1]})")
+    if left_out:
+        notes.append(f"{len(left_out)} episode(s) left out, nothing to show (first: {left_out[0][0]}: "
+                     f"{left_out[0][1]})")
+    return pages, notes
 
 
-def _index(rows: list, out: Path, number) -> str:
+def _pages(build_transcript, folder: Path, results_dir: Path, out: Path, interactions: dict, candidates: list,
+           cells: tuple, rows: list) -> list[Path]:
+    relative = folder.relative_to(results_dir)
+    links = []
+    try:
+        links.append(atomic.write_text(out / relative / "transcript.html", build_transcript(interactions)))
+        if candidates:
+            links.append(atomic.write_text(out / relative / "search.html",
+                                           build_transcript(with_candidates(interactions, candidates))))
+    except Exception as error:  # one odd episode must not stop the others' pages
+        rows.append((relative, cells, f"not rendered ({type(error).__name__}: {error})"[:160], []))
+        return []
+    rows.append((relative, cells, "", links))
+    return links
+
+
+def _index(rows: list, out: Path) -> str:
     cells = []
-    for relative, episode, problem, links in rows:
+    for relative, (game, outcome, main_score), problem, links in rows:
         anchors = " ".join(f'<a href="{html.escape(str(link.relative_to(out)))}">{link.stem}</a>' for link in links)
         cells.append(
-            f"<tr><td>{html.escape(str(relative))}</td><td>{html.escape(episode.game)}</td>"
-            f"<td>{html.escape(episode.outcome or episode.outcome_problem or '')}</td>"
-            f"<td>{number(episode.main_score)}</td><td>{anchors or html.escape(problem)}</td></tr>")
+            f"<tr><td>{html.escape(str(relative))}</td><td>{html.escape(game)}</td>"
+            f"<td>{html.escape(outcome)}</td><td>{main_score}</td><td>{anchors or html.escape(problem)}</td></tr>")
     return ("<!doctype html><meta charset='utf-8'><title>playprm episodes</title>"
             f"<h1>{len(rows)} episodes</h1><table border='1' cellpadding='3'>"
             "<tr><th>episode</th><th>game</th><th>outcome</th><th>Main Score</th><th>pages</th></tr>\n"
