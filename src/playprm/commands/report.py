@@ -14,7 +14,7 @@ def register(subparsers) -> None:
         description=(
             "Read clemcore results dirs (<model-pair>/<game>/<experiment>/<episode>/scores.json) and write the "
             "report into --out (default ./playprm-reports/<run>/, named on the first line printed; never into an "
-            "input folder). --results-dir reads all given dirs as one run set (e.g. SLURM shards) and writes "
+            "input folder, and never over a results.csv that clemcore wrote). --results-dir reads all given dirs as one run set (e.g. SLURM shards) and writes "
             "results.csv (clem eval's columns first), results.md and clemscore.png; --compare reads each dir on its "
             "own and writes compare.csv, compare.md, turns.md/.json, and compute.png where runs have cost.json "
             "(runs playprm played). Where a run has static tasks, Playpen's clemscore (interactive games) and "
@@ -36,10 +36,11 @@ def register(subparsers) -> None:
         help="extra games folder (e.g. a clembench checkout) whose clemgame.json files mark static games",
     )
     parser.add_argument("--paired", nargs=2, action="append", metavar=("A", "B"), default=[],
-                        help="with --compare: clemscore(A) - clemscore(B) over the instances both played (Playpen's "
-                             "clemscore and statscore where the runs have static tasks), with a paired bootstrap "
-                             "95%% CI, and a per-game table and forest plot of where they differ (runs named by "
-                             "their --compare folder; repeatable)")
+                        help="with --compare: clemscore(A) - clemscore(B) over the instances both played (where the "
+                             "runs have static tasks: Playpen's clemscore, statscore and clemcore's all-games "
+                             "clemscore, each named), with a paired bootstrap 95%% CI, and a per-game table and "
+                             "forest plot of where they differ: paired.md/.json, forest_<A>_vs_<B>.png (runs named "
+                             "by their --compare folder; repeatable)")
     parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples for the CIs (default 1000)")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     parser.add_argument(
@@ -70,7 +71,8 @@ def run(args) -> int:
     runs = check_input_folders(folders, flag)
     pairs = [tuple(p) for p in args.paired]
     check_pairs(runs, pairs)
-    out = check_output_folder(args.out, folders, compare=bool(args.compare))
+    out = check_output_folder(args.out, folders, compare=bool(args.compare),
+                              replaces=() if args.compare else ("results.csv",))
     print(f"playprm report: writing into {out}/" + ("" if args.out else " (--out chooses another folder)"),
           flush=True)
     inputs = [run.path for run in runs]
