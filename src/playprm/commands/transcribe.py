@@ -21,12 +21,12 @@ def run(args) -> int:
     if not args.results_dir.is_dir():
         raise UsageError(f"--results-dir {args.results_dir} is not a directory")
     from playprm.report.inputs import DEFAULT_REPORTS, check_output_folder, default_name
-    from playprm.results.layout import INTERACTIONS_FILE, result_files
+    from playprm.results.layout import INTERACTIONS_FILE, walk_results
 
-    if not result_files(args.results_dir, INTERACTIONS_FILE):
-        raise UsageError(f"no {INTERACTIONS_FILE} under {args.results_dir}; run playprm eval first")
     default = DEFAULT_REPORTS / default_name([args.results_dir], compare=False) / "transcripts"
     out = check_output_folder(args.out or default, [args.results_dir], replaces=("index.html",))
+    if not any(INTERACTIONS_FILE in files for _, _, files in walk_results(args.results_dir)):  # stops at the first
+        raise UsageError(f"no {INTERACTIONS_FILE} under {args.results_dir}; run playprm eval first")
     print(f"playprm transcribe: writing into {out}/" + ("" if args.out else " (--out chooses another folder)"),
           flush=True)
     from playprm.report.transcribe import transcribe

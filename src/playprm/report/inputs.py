@@ -123,7 +123,7 @@ def default_name(folders: list[Path], compare: bool) -> str:
     Playpen's ``clem``/``static`` folders), several joined by ``+`` (shards) or ``_vs_`` (``--compare``)."""
     names = []
     for folder in folders:
-        path = Path(folder).resolve()
+        path = Path(os.path.abspath(folder))  # the name the user gave, a link's own name too
         names.append(f"{path.parent.name}_{path.name}" if path.name in PLAYPEN_RUN_FOLDERS else path.name)
     name = ("_vs_" if compare else "+").join(names) or "report"
     if len(name) > 120:  # file systems allow 255 bytes; keep it readable and unique
