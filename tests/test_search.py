@@ -8,11 +8,12 @@ import pytest
 from wordle_oracle import WordleOracleScorer
 
 from playprm.episode import Episode, EpisodeTask
+from playprm.eval_config import default_search_settings as SearchSettings
 from playprm.evaluation import guide_filter, turn_player
 from playprm.games.builtin.scripted import RandomValidPolicy
 from playprm.run_job import plan
 from playprm.search import beam_search, dvts
-from playprm.search.base import SearchSettings, aggregate, argmax
+from playprm.search.base import aggregate, argmax
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +43,7 @@ def play_best_of_n(benchmark, target, n, tmp_path, i, seed):
     episode = start(benchmark, target, tmp_path, i)
     settings = SearchSettings(n_candidates=n, temperature=1.0, max_tokens=32, seed=seed)
     mode = "best-of-n" if n > 1 else "greedy"
-    choose = turn_player(mode, RandomValidPolicy(), WordleOracleScorer(target), settings, guide_filter(None),
-                         temperature=1.0)
+    choose = turn_player(mode, RandomValidPolicy(), WordleOracleScorer(target), settings, guide_filter(None))
     while not episode.done:
         choose([episode])
     return episode
@@ -79,8 +79,8 @@ def test_lookahead_search_with_an_oracle_beats_greedy(wordle, tmp_path, search):
     greedy_wins = 0
     for i, t in enumerate(targets):
         episode = start(benchmark, t, tmp_path, i)
-        choose = turn_player("greedy", RandomValidPolicy(), None, SearchSettings(max_tokens=32), guide_filter(None),
-                             temperature=0.0)
+        choose = turn_player("greedy", RandomValidPolicy(), None, SearchSettings(max_tokens=32, temperature=0.0),
+                             guide_filter(None))
         while not episode.done:
             choose([episode])
         greedy_wins += episode.outcome == "success"

@@ -245,7 +245,7 @@ def test_prm_recipes_name_only_known_settings(recipe):
 def test_train_prm_writes_the_switch_margin_from_sibling_replies_in_validation(card_models, tmp_path):
     # each validation context also gets the opposite reply, so validation holds two different replies per context;
     # the file's quantiles are those of the saved PRM's own scores of those records (nothing held out is read)
-    from playprm.eval_config import EvalConfig
+    from playprm.eval_config import EvalConfig, SwitchMargin
     from playprm.prm import switch_margin
     from playprm.prm.model import load_prm
     from playprm.prm.scorer import PRMScorer
@@ -267,4 +267,4 @@ def test_train_prm_writes_the_switch_margin_from_sibling_replies_in_validation(c
     assert written["quantiles"][0] == pytest.approx(min(differences), abs=1e-4)
     cfg = EvalConfig(policy_model="p", mode="best-of-n", prm_path=tmp_path / "out", games=["wordle"],
                      selection="anchored", switch_margin="auto").validate()
-    assert cfg.switch_margin == switch_margin.margin_for(tmp_path / "out", 4) and cfg.switch_margin_rule == "auto"
+    assert cfg.margin == SwitchMargin(switch_margin.margin_for(tmp_path / "out", 4), "auto")
