@@ -1,5 +1,8 @@
-"""``EvalConfig``, the one validated config of ``playprm eval``. ``validate()`` is the single place that turns impossible settings into the
-one-line error a user sees, before any model loads or any file is written."""
+"""``EvalConfig``, the one validated config of ``playprm eval`` and the one owner of its defaults: eval's options,
+the strategies' ``SearchSettings`` (``search_settings()``) and the presets' flags (``field_defaults``) are derived
+from its fields. ``validate()`` is the single place that turns impossible settings into the one-line error a user
+sees, before any model loads or any file is written; what it resolves (the switch margin) it keeps as a frozen
+value beside the setting as given."""
 
 from __future__ import annotations
 
