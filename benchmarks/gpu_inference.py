@@ -72,7 +72,10 @@ def main() -> int:
     args = parser.parse_args()
     config = gpu.MODELS[args.model]
 
+    from dataclasses import replace
+
     from playprm import chat
+    from playprm.eval_config import default_search_settings
     from playprm.prm.scorer import PRMScorer
     from playprm.search import best_of_n, greedy
     from playprm.search.base import SearchSettings
@@ -88,12 +91,12 @@ def main() -> int:
         contexts = gpu.chat_contexts(tokenizer, args.contexts, args.prompt_tokens)
 
         def settings(n: int) -> SearchSettings:
-            return SearchSettings(n_candidates=n, temperature=0.7, max_tokens=args.new_tokens, seed=0)
+            return default_search_settings(n_candidates=n, temperature=0.7, max_tokens=args.new_tokens, seed=0)
 
         sampled = {n: policy.generate(contexts, n=n, temperature=0.7, max_tokens=args.new_tokens, seed=1)
                    for n in args.ns}
         texts = {n: [[c.text for c in group] for group in sampled[n]] for n in args.ns}
-        paths = {"greedy": lambda: greedy.choose(contexts, policy, None, settings(1), temperature=0.0)}
+        paths = {"greedy": lambda: greedy.choose(contexts, policy, None, replace(settings(1), temperature=0.0))}
         for n in args.ns:
             paths[f"best-of-{n}"] = lambda n=n: best_of_n.choose(contexts, policy, scorer, settings(n))
             paths[f"generate n={n} (T=0.7)"] = lambda n=n: policy.generate(

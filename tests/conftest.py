@@ -42,6 +42,24 @@ def card_models(request, tmp_path_factory) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="session")
+def card_sft_adapter(card_models, tmp_path_factory) -> Path:
+    """The one LoRA (the card's adapter kind) that ``train-sft`` writes on the Qwen3.5-layout pair for the whole
+    session, shared by the tests that load, play or clem-run it (test_card_architecture, test_clem_run_entries):
+    4 steps at a high learning rate, so that it changes the outputs; its registry entry names it ``sft-adapter``
+    and its folder is the card's ``Qwen3.5-27B-sft-ep1``."""
+    from test_train_sft import QUICK, TINY_RECIPE, write_sft_data
+
+    from playprm.cli import main
+
+    root = tmp_path_factory.mktemp("card-sft")
+    out = root / "Qwen3.5-27B-sft-ep1"
+    assert main(["train-sft", "--config", str(TINY_RECIPE), "--model", str(card_models["policy"]), "--data",
+                 str(write_sft_data(root / "data")), "--output-dir", str(out), *QUICK, "--max-steps", "4",
+                 "--learning-rate", "0.05", "--model-name", "sft-adapter"]) == 0
+    return out
+
+
+@pytest.fixture(scope="session")
 def shared_sample() -> Path:
     """The real clembench v2.0 sample beside the checkout; tests skip where a user's clone lacks it."""
     if not SHARED_SAMPLE.is_dir():

@@ -25,17 +25,9 @@ IDS = torch.tensor([[11, 57, 301, 990, 12, 8, 400, 77]])
 
 
 @pytest.fixture(scope="module")
-def sft_adapter(card_models, tmp_path_factory) -> Path:
-    """What `playprm train-sft` writes on the Qwen3.5-layout base after a few steps."""
-    sys.path.insert(0, str(Path(__file__).parent))
-    from test_train_sft import QUICK, TINY_RECIPE, write_sft_data
-
-    root = tmp_path_factory.mktemp("card-sft")
-    data = write_sft_data(root / "data")
-    out = root / "Qwen3.5-27B-sft-ep1"
-    assert main(["train-sft", "--config", str(TINY_RECIPE), "--model", str(card_models["policy"]), "--data",
-                 str(data), "--output-dir", str(out), *QUICK, "--max-steps", "4", "--learning-rate", "0.05"]) == 0
-    return out
+def sft_adapter(card_sft_adapter) -> Path:
+    """What `playprm train-sft` writes on the Qwen3.5-layout base after a few steps (the session's one LoRA run)."""
+    return card_sft_adapter
 
 
 def _logits(model) -> torch.Tensor:

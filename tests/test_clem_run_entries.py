@@ -21,15 +21,18 @@ from playprm.cli import main
 from playprm.models.registry import resolve_policy
 
 
-@pytest.mark.parametrize("kind, flags", [
-    ("adapter", []),  # the card's LoRA
-    ("full-weights", ["--full-weights", "true"]),  # the small and tiny presets' policies
+@pytest.mark.parametrize("kind", [
+    "adapter",  # the card's LoRA: the session's one LoRA run (conftest.card_sft_adapter)
+    "full-weights",  # the small and tiny presets' policies
 ])
-def test_clem_run_plays_the_entry_train_sft_writes_as_written(card_models, tmp_path, monkeypatch, kind, flags):
-    out = tmp_path / "run"
-    assert main(["train-sft", "--config", str(TINY_RECIPE), "--model", str(card_models["policy"]), "--data",
-                 str(write_sft_data(tmp_path / "data", train=4, validation=2)), "--output-dir", str(out), *QUICK,
-                 "--max-steps", "1", "--model-name", f"sft-{kind}", *flags]) == 0
+def test_clem_run_plays_the_entry_train_sft_writes_as_written(card_models, tmp_path, monkeypatch, kind, request):
+    if kind == "adapter":
+        out = request.getfixturevalue("card_sft_adapter")
+    else:
+        out = tmp_path / "run"
+        assert main(["train-sft", "--config", str(TINY_RECIPE), "--model", str(card_models["policy"]), "--data",
+                     str(write_sft_data(tmp_path / "data", train=4, validation=2)), "--output-dir", str(out), *QUICK,
+                     "--max-steps", "1", "--model-name", f"sft-{kind}", "--full-weights", "true"]) == 0
     [entry] = json.loads((out / "model_registry.json").read_text())
     config = entry["model_config"]
     assert "load_in_4bit" not in config and {"premade_chat_template", "eos_to_cull"} <= set(config)

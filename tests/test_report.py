@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from playprm.cli import main
-from playprm.report.clemscore import CLEMSCORE, INTERACTIVE, STATSCORE, clemcore_columns, compute_table
+from playprm.report.clemscore import CLEMSCORE, INTERACTIVE, STATSCORE, compute_table
 from playprm.report.compare import LOOKAHEAD_TITLE, QUALITY_TITLE, compare_runs, render_comparison
 
 RESAMPLES = 200  # enough for stable intervals, small enough for a quick test
@@ -61,6 +61,13 @@ def synthetic_results(root: Path, seed: int = 0, episodes: int = 5) -> Path:
                     name = f"instance_{k:05d}" if game != "referencegame" else f"episode_{k}"
                     write_episode(root, model, game, experiment, name, episode_scores(aborted, quality))
     return root
+
+
+def clemcore_columns(table: pd.DataFrame) -> list[str]:
+    """The leading columns of ``table``, everything before playprm's first (Playpen's interactive clemscore):
+    those clemcore's own results.csv must have."""
+    columns = list(table.columns)
+    return columns[: columns.index(INTERACTIVE)] if INTERACTIVE in columns else columns
 
 
 def clemcore_results(results_dir: Path) -> pd.DataFrame:

@@ -8,11 +8,12 @@ import pytest
 from wordle_oracle import WordleOracleScorer
 
 from playprm.episode import Episode, EpisodeTask
+from playprm.eval_config import default_search_settings
 from playprm.evaluation import guide_filter, turn_player
 from playprm.games.builtin.scripted import RandomValidPolicy
 from playprm.run_job import plan
 from playprm.search import beam_search, dvts
-from playprm.search.base import SearchSettings, aggregate, argmax
+from playprm.search.base import aggregate, argmax
 
 
 @pytest.fixture(scope="module")
@@ -40,10 +41,9 @@ def start(benchmark, target, tmp_path, i):
 
 def play_best_of_n(benchmark, target, n, tmp_path, i, seed):
     episode = start(benchmark, target, tmp_path, i)
-    settings = SearchSettings(n_candidates=n, temperature=1.0, max_tokens=32, seed=seed)
+    settings = default_search_settings(n_candidates=n, temperature=1.0, max_tokens=32, seed=seed)
     mode = "best-of-n" if n > 1 else "greedy"
-    choose = turn_player(mode, RandomValidPolicy(), WordleOracleScorer(target), settings, guide_filter(None),
-                         temperature=1.0)
+    choose = turn_player(mode, RandomValidPolicy(), WordleOracleScorer(target), settings, guide_filter(None))
     while not episode.done:
         choose([episode])
     return episode
@@ -79,16 +79,16 @@ def test_lookahead_search_with_an_oracle_beats_greedy(wordle, tmp_path, search):
     greedy_wins = 0
     for i, t in enumerate(targets):
         episode = start(benchmark, t, tmp_path, i)
-        choose = turn_player("greedy", RandomValidPolicy(), None, SearchSettings(max_tokens=32), guide_filter(None),
-                             temperature=0.0)
+        plain = default_search_settings(max_tokens=32, temperature=0.0)
+        choose = turn_player("greedy", RandomValidPolicy(), None, plain, guide_filter(None))
         while not episode.done:
             choose([episode])
         greedy_wins += episode.outcome == "success"
     search_wins = 0
     for i, t in enumerate(targets):
         root = start(benchmark, t, tmp_path, i)
-        settings = SearchSettings(n_candidates=4, beam_width=2, temperature=1.0, max_tokens=32,
-                                  num_beam_iterations=6, aggregate="last", seed=i)
+        settings = default_search_settings(n_candidates=4, beam_width=2, temperature=1.0, max_tokens=32,
+                                           num_beam_iterations=6, aggregate="last", seed=i)
         (final,) = search([root], RandomValidPolicy(), WordleOracleScorer(t), settings, is_guided=guide_filter(None))
         assert final.done
         search_wins += final.outcome == "success"
@@ -98,7 +98,8 @@ def test_lookahead_search_with_an_oracle_beats_greedy(wordle, tmp_path, search):
 def test_beam_search_keeps_the_best_trajectories_and_charges_the_whole_search(wordle, tmp_path):
     benchmark, targets = wordle
     roots = [start(benchmark, t, tmp_path, i) for i, t in enumerate(targets[:3])]
-    settings = SearchSettings(n_candidates=3, beam_width=2, temperature=1.0, max_tokens=32, num_beam_iterations=2)
+    settings = default_search_settings(n_candidates=3, beam_width=2, temperature=1.0, max_tokens=32,
+                                       num_beam_iterations=2)
     finals = beam_search.search(roots, RandomValidPolicy(), WordleOracleScorer(targets[0]), settings,
                                 is_guided=guide_filter(None))
     for final in finals:
@@ -160,7 +161,8 @@ def test_lookahead_free_beam_grows_the_reply_the_prm_ranks_best_without_the_game
     from playprm.search import lookahead_free_beam
 
     policy = ChunkPolicy()
-    settings = SearchSettings(n_candidates=4, beam_width=2, max_tokens=64, num_beam_iterations=8, temperature=1.0)
+    settings = default_search_settings(n_candidates=4, beam_width=2, max_tokens=64, num_beam_iterations=8,
+                                       temperature=1.0)
     (choice,) = lookahead_free_beam.choose([[{"role": "user", "content": "go"}]], policy, CountingScorer(), settings)
     assert choice.text == "A0|A1|A2|"
     assert all(len(p) <= 2 for p in policy.prefixes_seen)  # never more than beam_width partial replies

@@ -10,6 +10,7 @@ import pytest
 from clemcore.clemgame import DialogueGameMaster, GameScorer, GameSpec, Player
 
 from playprm.episode import Episode, EpisodeTask
+from playprm.eval_config import default_search_settings
 from playprm.evaluation import guide_filter, turn_player
 from playprm.models.base import Candidate, PolicySpec
 from playprm.prm import switch_margin
@@ -52,7 +53,7 @@ class TableScorer:
 
 
 def settings(**values) -> SearchSettings:
-    return SearchSettings(**{"n_candidates": 4, "temperature": 1.0, "max_tokens": 8, **values})
+    return default_search_settings(**{"n_candidates": 4, "temperature": 1.0, "max_tokens": 8, **values})
 
 
 def test_anchored_best_of_n_keeps_greedy_within_margin():
@@ -174,7 +175,7 @@ def play_reprompting(tmp_path, policy, scorer, search: SearchSettings) -> Episod
     task = EpisodeTask(game="reprompt", benchmark=RepromptingBenchmark(), experiment={"name": "e"},
                        instance={"game_id": 0, "allowed": ["right"]}, episode_dir=tmp_path / "instance_00000")
     episode = Episode.start(task, "scripted", "scripted--scripted", {})
-    choose = turn_player("best-of-n", policy, scorer, search, guide_filter(None), temperature=1.0)
+    choose = turn_player("best-of-n", policy, scorer, search, guide_filter(None))
     while not episode.done:
         choose([episode])
     return episode
@@ -201,7 +202,7 @@ def test_a_plain_turn_records_the_rejected_replies_it_repeats(tmp_path):
     task = EpisodeTask(game="reprompt", benchmark=RepromptingBenchmark(), experiment={"name": "e"},
                        instance={"game_id": 0, "allowed": ["right"]}, episode_dir=tmp_path / "instance_00000")
     episode = Episode.start(task, "scripted", "scripted--scripted", {})
-    choose = turn_player("greedy", ListPolicy("wrong", []), None, settings(), guide_filter(None), temperature=0.0)
+    choose = turn_player("greedy", ListPolicy("wrong", []), None, settings(temperature=0.0), guide_filter(None))
     while not episode.done:
         choose([episode])
     assert episode.outcome == "aborted"  # greedy repeats the refused word until the game gives up
@@ -256,15 +257,16 @@ def test_eval_anchored_writes_the_greedy_candidate_margin_and_switch_of_every_tu
 
 def test_a_switch_margin_given_in_python_is_checked_as_on_the_command_line():
     from playprm.errors import UsageError
-    from playprm.eval_config import EvalConfig
+    from playprm.eval_config import EvalConfig, SwitchMargin
 
     def config(**values):
         return EvalConfig(policy_model="p", mode="best-of-n", scorer="logprob", games=["wordle"],
                           selection="anchored", **values)
 
-    assert config(switch_margin=0).validate().switch_margin == 0.0
-    assert config().validate().switch_margin == 0.0  # no PRM to measure a margin on: 0 unless given
+    assert config(switch_margin=0).validate().margin == SwitchMargin(0.0, "given")
+    assert config().validate().margin == SwitchMargin(0.0, "given")  # no PRM to measure a margin on: 0 unless given
     assert config(switch_margin="0.25").validate().search_settings().switch_margin == 0.25
+    assert config(switch_margin="0.25").switch_margin == "0.25"  # as given: validate() resolves it into margin
     with pytest.raises(UsageError, match="must be >= 0"):
         config(switch_margin=-0.5).validate()
 
@@ -295,7 +297,7 @@ def test_the_turn_account_shows_the_guard_keeping_a_refused_reply_out_and_greedy
                        instance={"game_id": 0, "allowed": ["right"]},
                        episode_dir=tmp_path / "greedy" / "m" / "reprompt" / "e" / "instance_00000")
     plain = Episode.start(task, "scripted", "scripted--scripted", {})
-    choose = turn_player("greedy", ListPolicy("wrong", []), None, settings(), guide_filter(None), temperature=0.0)
+    choose = turn_player("greedy", ListPolicy("wrong", []), None, settings(temperature=0.0), guide_filter(None))
     while not plain.done:
         choose([plain])
     plain.write()

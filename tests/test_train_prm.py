@@ -23,6 +23,15 @@ WORDS = ["apple", "house", "river", "stone", "cloud", "bread"]
 pytestmark = pytest.mark.usefixtures("one_cpu_thread")
 
 
+@pytest.fixture(scope="module")
+def tokenizer(card_models):
+    """The tiny policy's tokenizer, read once: make-tiny writes the same chat template and BPE for both
+    architectures (Qwen3.5 adds four vision tokens no text uses), so chaining needs no second one."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(card_models["policy"])
+
+
 def episode_records(episode: int, rng: random.Random, turns: int = 3) -> tuple[list[dict], list[dict]]:
     """Turn records of one player's episode whose label is 1 exactly when the reply says GOOD, and pairs."""
     records, pairs = [], []
@@ -58,8 +67,8 @@ def write_prm_data(folder: Path, train: int = 30, validation: int = 10, with_pai
     return folder
 
 
-def train_prm_cli(tiny_models, data: Path, out: Path, *extra: str) -> int:
-    return main(["train-prm", "--config", str(TINY_RECIPE), "--model", str(tiny_models["policy"]),
+def train_prm_cli(models, data: Path, out: Path, *extra: str) -> int:
+    return main(["train-prm", "--config", str(TINY_RECIPE), "--model", str(models["policy"]),
                  "--data", str(data), "--output-dir", str(out), *extra])
 
 
@@ -156,7 +165,7 @@ def test_full_weights_train_and_save_the_whole_backbone(tiny_models, tmp_path):
     assert good > 0.5 > bad
 
 
-def prm_run(tiny_models, data: Path, out: Path, *, resume=False, callbacks=()):
+def prm_run(models, data: Path, out: Path, *, resume=False, callbacks=()):
     from playprm.train.base_model import resolve_base_model
     from playprm.train.prm import train_prm
     from playprm.train.prm_config import PRMTrainingConfig
@@ -167,11 +176,12 @@ def prm_run(tiny_models, data: Path, out: Path, *, resume=False, callbacks=()):
         "--lora-dropout", "0.1"])
     settings, _ = command_settings(args, PRMTrainingConfig, {})
     config = build_config(PRMTrainingConfig, settings)
-    return train_prm(config, resolve_base_model(str(tiny_models["policy"])), data, resume=resume,
+    return train_prm(config, resolve_base_model(str(models["policy"])), data, resume=resume,
                      callbacks=callbacks, announce=lambda text: None)
 
 
-def test_resumed_prm_run_ends_with_the_weights_of_an_uninterrupted_run(tiny_models, tmp_path):
+def test_resumed_prm_run_ends_with_the_weights_of_an_uninterrupted_run(card_models, tmp_path):
+    # the Trainer's checkpoint and RNG restore do not read the architecture: the card's layout alone
     from safetensors.torch import load_file
     from transformers import TrainerCallback
 
@@ -181,10 +191,10 @@ def test_resumed_prm_run_ends_with_the_weights_of_an_uninterrupted_run(tiny_mode
                 raise KeyboardInterrupt
 
     data = write_prm_data(tmp_path / "data", train=12, validation=4)
-    straight = prm_run(tiny_models, data, tmp_path / "straight")
+    straight = prm_run(card_models, data, tmp_path / "straight")
     with pytest.raises(KeyboardInterrupt):
-        prm_run(tiny_models, data, tmp_path / "interrupted", callbacks=[InterruptAtStep6()])
-    resumed = prm_run(tiny_models, data, tmp_path / "interrupted", resume=True)
+        prm_run(card_models, data, tmp_path / "interrupted", callbacks=[InterruptAtStep6()])
+    resumed = prm_run(card_models, data, tmp_path / "interrupted", resume=True)
     assert resumed["global_step"] == straight["global_step"] == 8
     for name in ("head.safetensors", "adapter/adapter_model.safetensors"):
         expected, actual = load_file(tmp_path / "straight" / name), load_file(tmp_path / "interrupted" / name)
@@ -192,9 +202,10 @@ def test_resumed_prm_run_ends_with_the_weights_of_an_uninterrupted_run(tiny_mode
             torch.testing.assert_close(actual[key], expected[key], rtol=1e-4, atol=1e-5)
 
 
-def test_bradley_terry_on_pairs_orders_chosen_above_rejected(tiny_models, tmp_path):
+def test_bradley_terry_on_pairs_orders_chosen_above_rejected(card_models, tmp_path):
+    # the pair loss reads the head's scores, not the layers behind them: the card's layout alone
     data = write_prm_data(tmp_path / "data", train=8, validation=4, with_pairs=True)
-    assert train_prm_cli(tiny_models, data, tmp_path / "out", "--loss", "both", "--max-steps", "12",
+    assert train_prm_cli(card_models, data, tmp_path / "out", "--loss", "both", "--max-steps", "12",
                          "--eval-steps", "6", "--save-steps", "6") == 0
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert metrics["loss"] == "both" and metrics["train_pairs"] == 24 and metrics["validation_pairs"] == 12
@@ -216,7 +227,8 @@ def test_pairs_follow_the_instance_split_of_the_turn_records():
     ("none", ["--loss", "mse"], "--loss must be one of bce, bt, both, not 'mse'"),
     ("none", ["--bt-wieght", "2"], "did you mean --bt-weight"),
 ])
-def test_bad_prm_input_is_a_one_line_usage_error(problem, extra, expected, tiny_models, tmp_path, capsys):
+def test_bad_prm_input_is_a_one_line_usage_error(problem, extra, expected, card_models, tmp_path, capsys):
+    # refused before any model loads, so the architecture is never read: the card's layout alone
     data = write_prm_data(tmp_path / "data", train=2, validation=1)
     train = data / "train.jsonl"
     lines = train.read_text().splitlines()
@@ -227,7 +239,7 @@ def test_bad_prm_input_is_a_one_line_usage_error(problem, extra, expected, tiny_
         record["messages"].append({"role": "assistant", "content": "GUESS: early"})
     lines[1] = json.dumps(record)
     train.write_text("\n".join(lines) + "\n")
-    assert train_prm_cli(tiny_models, data, tmp_path / "out", *extra) == 2
+    assert train_prm_cli(card_models, data, tmp_path / "out", *extra) == 2
     error = capsys.readouterr().err.strip()
     assert expected in error and "\n" not in error.splitlines()[-1]
     assert not (tmp_path / "out").exists()
@@ -245,7 +257,7 @@ def test_prm_recipes_name_only_known_settings(recipe):
 def test_train_prm_writes_the_switch_margin_from_sibling_replies_in_validation(card_models, tmp_path):
     # each validation context also gets the opposite reply, so validation holds two different replies per context;
     # the file's quantiles are those of the saved PRM's own scores of those records (nothing held out is read)
-    from playprm.eval_config import EvalConfig
+    from playprm.eval_config import EvalConfig, SwitchMargin
     from playprm.prm import switch_margin
     from playprm.prm.model import load_prm
     from playprm.prm.scorer import PRMScorer
@@ -267,4 +279,4 @@ def test_train_prm_writes_the_switch_margin_from_sibling_replies_in_validation(c
     assert written["quantiles"][0] == pytest.approx(min(differences), abs=1e-4)
     cfg = EvalConfig(policy_model="p", mode="best-of-n", prm_path=tmp_path / "out", games=["wordle"],
                      selection="anchored", switch_margin="auto").validate()
-    assert cfg.switch_margin == switch_margin.margin_for(tmp_path / "out", 4) and cfg.switch_margin_rule == "auto"
+    assert cfg.margin == SwitchMargin(switch_margin.margin_for(tmp_path / "out", 4), "auto")

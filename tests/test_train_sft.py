@@ -24,6 +24,15 @@ QUICK = ["--disable-tqdm", "true", "--logging-steps", "1"]
 pytestmark = pytest.mark.usefixtures("one_cpu_thread")
 
 
+@pytest.fixture(scope="module")
+def tokenizer(card_models):
+    """The tiny policy's tokenizer, read once: make-tiny writes the same chat template and BPE for both
+    architectures (Qwen3.5 adds four vision tokens no text uses), so the label tests need no second one."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(card_models["policy"])
+
+
 def conversation(index: int) -> dict:
     """A short wordle-like dialogue; the replies repeat across conversations so a tiny model can learn them."""
     return {
@@ -45,8 +54,8 @@ def write_sft_data(folder: Path, train: int = 16, validation: int = 4) -> Path:
     return folder
 
 
-def train_sft_cli(tiny_models, data: Path, out: Path, *extra: str) -> int:
-    return main(["train-sft", "--config", str(TINY_RECIPE), "--model", str(tiny_models["policy"]),
+def train_sft_cli(models, data: Path, out: Path, *extra: str) -> int:
+    return main(["train-sft", "--config", str(TINY_RECIPE), "--model", str(models["policy"]),
                  "--data", str(data), "--output-dir", str(out), *QUICK, *extra])
 
 
@@ -178,7 +187,7 @@ class StopAtStep:
         self.callback = Callback()
 
 
-def sft_run(tiny_models, out: Path, *, resume=False, callbacks=()):
+def sft_run(models, out: Path, *, resume=False, callbacks=()):
     from playprm.train.base_model import resolve_base_model
     from playprm.train.recipe import build_config, command_settings
     from playprm.train.sft import train_sft
@@ -188,19 +197,20 @@ def sft_run(tiny_models, out: Path, *, resume=False, callbacks=()):
         "--output-dir", str(out), "--max-steps", "6", "--eval-steps", "3", "--save-steps", "3", *QUICK])
     settings, _ = command_settings(args, SFTTrainingConfig, {})
     config = build_config(SFTTrainingConfig, settings)
-    return train_sft(config, resolve_base_model(str(tiny_models["policy"])), out.parent / "data", resume=resume,
+    return train_sft(config, resolve_base_model(str(models["policy"])), out.parent / "data", resume=resume,
                      callbacks=callbacks, announce=lambda text: None)
 
 
-def test_resumed_run_ends_with_the_weights_of_an_uninterrupted_run(tiny_models, tmp_path):
+def test_resumed_run_ends_with_the_weights_of_an_uninterrupted_run(card_models, tmp_path):
+    # the Trainer's checkpoint and RNG restore do not read the architecture: the card's layout alone
     from safetensors.torch import load_file
 
     write_sft_data(tmp_path / "data", train=12)
-    straight = sft_run(tiny_models, tmp_path / "straight")
+    straight = sft_run(card_models, tmp_path / "straight")
     with pytest.raises(KeyboardInterrupt):
-        sft_run(tiny_models, tmp_path / "interrupted", callbacks=[StopAtStep(4).callback])
+        sft_run(card_models, tmp_path / "interrupted", callbacks=[StopAtStep(4).callback])
     assert sorted(p.name for p in (tmp_path / "interrupted").glob("checkpoint-*")) == ["checkpoint-3"]
-    resumed = sft_run(tiny_models, tmp_path / "interrupted", resume=True)
+    resumed = sft_run(card_models, tmp_path / "interrupted", resume=True)
     assert resumed["global_step"] == straight["global_step"] == 6
     expected = load_file(tmp_path / "straight" / "adapter_model.safetensors")
     actual = load_file(tmp_path / "interrupted" / "adapter_model.safetensors")
@@ -217,7 +227,8 @@ def test_resumed_run_ends_with_the_weights_of_an_uninterrupted_run(tiny_models, 
     ("ends_with_user", "train.jsonl:1: 'messages' must end with an assistant message"),
     ("bad_role", "train.jsonl:1: messages[0] needs a 'role'"),
 ])
-def test_bad_datasets_are_one_line_usage_errors(problem, expected, tiny_models, tmp_path, capsys):
+def test_bad_datasets_are_one_line_usage_errors(problem, expected, card_models, tmp_path, capsys):
+    # refused before any model loads, so the architecture is never read: the card's layout alone
     data = write_sft_data(tmp_path / "data", train=3)
     train = data / "train.jsonl"
     lines = train.read_text().splitlines()
@@ -235,7 +246,7 @@ def test_bad_datasets_are_one_line_usage_errors(problem, expected, tiny_models, 
         record = json.loads(lines[0])
         record["messages"][0]["role"] = "gm"
         train.write_text(json.dumps(record) + "\n")
-    assert train_sft_cli(tiny_models, data, tmp_path / "out") == 2
+    assert train_sft_cli(card_models, data, tmp_path / "out") == 2
     error = capsys.readouterr().err.strip()
     assert error.startswith("playprm train-sft: error: ") and expected in error and "\n" not in error
     assert not (tmp_path / "out").exists()
@@ -249,22 +260,22 @@ def test_bad_datasets_are_one_line_usage_errors(problem, expected, tiny_models, 
     (["--load-in-4bit", "true"], "--load-in-4bit needs a CUDA device"),
     (["--lr-scheduler-type", "cosin"], "cosin"),
 ])
-def test_impossible_settings_are_one_line_usage_errors(extra, expected, tiny_models, tmp_path, capsys):
+def test_impossible_settings_are_one_line_usage_errors(extra, expected, card_models, tmp_path, capsys):
     data = write_sft_data(tmp_path / "data", train=3)
-    assert train_sft_cli(tiny_models, data, tmp_path / "out", *extra) == 2
+    assert train_sft_cli(card_models, data, tmp_path / "out", *extra) == 2
     error = capsys.readouterr().err.strip()
     assert error.startswith("playprm train-sft: error: ") and expected in error and "\n" not in error
 
 
-def test_missing_model_and_unfinished_output_are_usage_errors(tiny_models, tmp_path, capsys):
+def test_missing_model_and_unfinished_output_are_usage_errors(card_models, tmp_path, capsys):
     data = write_sft_data(tmp_path / "data", train=3)
     assert main(["train-sft", "--model", str(tmp_path / "nowhere"), "--data", str(data),
                  "--output-dir", str(tmp_path / "out")]) == 2
     assert "does not exist; give a Hugging Face model folder" in capsys.readouterr().err
     (tmp_path / "out" / "checkpoint-3").mkdir(parents=True)
-    assert train_sft_cli(tiny_models, data, tmp_path / "out") == 2
+    assert train_sft_cli(card_models, data, tmp_path / "out") == 2
     assert "already holds a run (checkpoint-3); pass --resume" in capsys.readouterr().err
-    assert train_sft_cli(tiny_models, data, tmp_path / "fresh", "--resume") == 2
+    assert train_sft_cli(card_models, data, tmp_path / "fresh", "--resume") == 2
     assert "holds no checkpoint-* folder to continue from" in capsys.readouterr().err
 
 

@@ -1,10 +1,13 @@
-"""``EvalConfig``, the one validated config of ``playprm eval``. ``validate()`` is the single place that turns impossible settings into the
-one-line error a user sees, before any model loads or any file is written."""
+"""``EvalConfig``, the one validated config of ``playprm eval`` and the one owner of its defaults: eval's options,
+the strategies' ``SearchSettings`` (``search_settings()``) and the presets' flags (``field_defaults``) are derived
+from its fields. ``validate()`` is the single place that turns impossible settings into the one-line error a user
+sees, before any model loads or any file is written; what it resolves (the switch margin) it keeps as a frozen
+value beside the setting as given."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 
 from playprm.errors import UsageError
@@ -15,6 +18,28 @@ from playprm.search.modes import DecodingMode
 from playprm.search.selection import SELECTIONS
 
 MODES = tuple(DECODING_MODES)
+SEARCH_DERIVED = ("switch_margin", "seeds")  # SearchSettings fields that are not this config's fields as they are
+SAMPLING_TEMPERATURE = 0.7  # the model card's temperature of the sampling modes (--temperature left out)
+
+
+def field_defaults(cls) -> dict:
+    """``{field: default}`` of a config dataclass's init fields that have one (a factory's value made fresh): what
+    its command's options default to (``commands``) and what presets leave out or spell from (``pipeline``)."""
+    values = {}
+    for f in fields(cls):
+        if f.init and f.default is not MISSING:
+            values[f.name] = f.default
+        elif f.init and f.default_factory is not MISSING:
+            values[f.name] = f.default_factory()
+    return values
+
+
+@dataclass(frozen=True)
+class SwitchMargin:
+    """The margin anchored best-of-n plays with, as ``EvalConfig.validate()`` resolved it from ``--switch-margin``."""
+
+    value: float  # >= 0: the score a candidate must beat the greedy reply's by to replace it
+    rule: str  # "given" (a number, or 0 with a scorer other than the PRM) or "auto" (the PRM's switch_margin.json)
 
 
 def parse_switch_margin(text: str | float | None) -> float | str | None:
@@ -70,9 +95,9 @@ class EvalConfig:
     scorer: str = "prm"  # best-of-n only: one of SCORERS
     selection: str = "argmax"  # best-of-n only: one of search.selection.SELECTIONS (argmax: the model card's)
     # anchored only: a number >= 0, "auto" (from --prm-path's switch_margin.json, for this N) or None (auto with
-    # the PRM, 0 with another scorer); validate() leaves the number it resolved (None unless anchored)
+    # the PRM, 0 with another scorer), as given; validate() resolves it into margin
     switch_margin: float | str | None = None
-    switch_margin_rule: str | None = field(default=None, init=False)  # after validate(): "auto" or "given"
+    margin: SwitchMargin | None = field(default=None, init=False)  # after validate(): None unless anchored
     # guided modes: None guides every game; "auto" the games --gate-from's validation comparison says guidance
     # pays on (report.gating); else a comma-separated list. validate() leaves guided_games resolved
     guide_games: str | None = None
@@ -85,7 +110,7 @@ class EvalConfig:
             raise UsageError(f"--mode {self.mode!r} is not one of {', '.join(MODES)}")
         mode = self.decoding_mode
         if self.temperature is None:
-            self.temperature = 0.7 if mode.guided else 0.0
+            self.temperature = SAMPLING_TEMPERATURE if mode.guided else 0.0
         if self.temperature < 0:
             raise UsageError(f"--temperature {self.temperature} is negative; use 0 for greedy or a value > 0")
         if self.scorer not in SCORERS:
@@ -127,35 +152,36 @@ class EvalConfig:
         return self
 
     def _validate_selection(self, mode: DecodingMode) -> None:
-        """``--selection`` and ``--switch-margin``: known, on best-of-n, and the margin resolved to a number."""
-        self.switch_margin = parse_switch_margin(self.switch_margin)
+        """``--selection`` and ``--switch-margin``: known, on best-of-n, and the margin resolved (``margin``)."""
+        given = parse_switch_margin(self.switch_margin)
         if self.selection not in SELECTIONS:
             raise UsageError(f"--selection {self.selection!r} is not one of {', '.join(SELECTIONS)}")
-        if self.switch_margin is not None and self.selection != "anchored":
+        if given is not None and self.selection != "anchored":
             where = "--selection anchored" if mode.guided else "--mode best-of-n --selection anchored"
             raise UsageError(f"--switch-margin is how much a candidate must beat the greedy reply by, which only "
                              f"{where} keeps; add it or drop --switch-margin")
         if self.selection != "argmax" and self.mode != "best-of-n":
             raise UsageError(f"--selection {self.selection} picks among best-of-n candidates; use it with "
                              f"--mode best-of-n")
+        self.margin = None
         if self.selection != "anchored":
             return
         if self.n_candidates < 2:
             raise UsageError(f"--selection anchored with --n-candidates {self.n_candidates} has nothing to switch "
                              f"to: it needs the greedy reply and at least one sample (--n-candidates >= 2)")
-        if self.switch_margin is None:
-            self.switch_margin = "auto" if self.scorer == "prm" else 0.0
-        if self.switch_margin == "auto":
-            if self.scorer != "prm":
-                raise UsageError(f"--switch-margin auto is measured on the PRM's validation rollouts; with --scorer "
-                                 f"{self.scorer} give a number")
-            if self.prm_path is None:
-                return  # the missing --prm-path is reported next
-            from playprm.prm.switch_margin import margin_for
+        if given is None:
+            given = "auto" if self.scorer == "prm" else 0.0
+        if given != "auto":
+            self.margin = SwitchMargin(given, "given")
+            return
+        if self.scorer != "prm":
+            raise UsageError(f"--switch-margin auto is measured on the PRM's validation rollouts; with --scorer "
+                             f"{self.scorer} give a number")
+        if self.prm_path is None:
+            return  # the missing --prm-path is reported next
+        from playprm.prm.switch_margin import margin_for
 
-            self.switch_margin_rule = "auto"
-            self.switch_margin = margin_for(self.prm_path, self.n_candidates)
-        self.switch_margin_rule = self.switch_margin_rule or "given"
+        self.margin = SwitchMargin(margin_for(self.prm_path, self.n_candidates), "auto")
 
     def _validate_gating(self, mode: DecodingMode) -> None:
         """``--guide-games`` and ``--gate-from``: on a guided mode, together for auto; ``guided_games`` resolved."""
@@ -189,9 +215,22 @@ class EvalConfig:
                              f"backend offers; {policy_name} runs on the {backend} backend")
 
     def search_settings(self) -> SearchSettings:
-        """The strategies' settings: this config's fields of the same names (after ``validate()``)."""
-        values = {f.name: getattr(self, f.name) for f in fields(SearchSettings) if f.name != "seeds"}
-        return SearchSettings(**{**values, "switch_margin": self.switch_margin or 0.0})
+        """The strategies' settings: this config's fields of the same names (after ``validate()``), the only owner
+        of their defaults."""
+        values = {f.name: getattr(self, f.name) for f in fields(SearchSettings) if f.name not in SEARCH_DERIVED}
+        return SearchSettings(**values, switch_margin=self.margin.value if self.margin else 0.0)
+
+    def recorded(self) -> dict:
+        """What ``playprm_run.json`` records of this config besides its fingerprint (``decoding()``), after
+        ``validate()``: the strategies' settings (N is the fingerprint's), the guided roles, the switch margin
+        and how it was chosen, the shard and the per-game gate."""
+        settings = {f.name: getattr(self, f.name) for f in fields(SearchSettings)
+                    if f.name not in (*SEARCH_DERIVED, "n_candidates")}
+        return {**settings, "guide_roles": self.guide_roles,
+                "switch_margin": self.margin.value if self.margin else None,
+                "switch_margin_rule": self.margin.rule if self.margin else None,
+                "shard": list(self.shard) if self.shard else None,
+                "gate": self.gate_reasons}  # per-game gating: which games were guided and why (None: every game)
 
     @property
     def decoding_mode(self) -> DecodingMode:
@@ -218,7 +257,7 @@ class EvalConfig:
         if self.selection != "argmax":  # left out for the card's selection: earlier runs keep their fingerprint
             fields["selection"] = self.selection
         if self.selection == "anchored":
-            fields["switch_margin"] = self.switch_margin
+            fields["switch_margin"] = self.margin.value
         if mode.beam:
             fields.update(beam_width=self.beam_width, num_beam_iterations=self.num_beam_iterations)
         if mode.reads_aggregate:
@@ -235,7 +274,7 @@ class EvalConfig:
         if self.scorer != "prm":  # validate() allows other scorers with best-of-n only
             tag += f"-{self.scorer}"
         if self.selection == "anchored":  # validate() allows other selections with best-of-n only
-            tag += f"-anchored{self.switch_margin:.4g}"
+            tag += f"-anchored{self.margin.value:.4g}"
         elif self.selection != "argmax":
             tag += f"-{self.selection}"
         if self.guide_roles and mode.guided:
@@ -243,3 +282,11 @@ class EvalConfig:
         if self.guide_games is not None and mode.guided:
             tag += "-gated" if self.guide_games == "auto" else "-games_" + "_".join(sorted(self.guided_games or ()))
         return tag
+
+
+def default_search_settings(**overrides) -> SearchSettings:
+    """The strategies' settings of ``EvalConfig``'s defaults in a sampling mode (temperature 0.7, switch margin 0),
+    ``overrides`` applied: for callers that play without a config (tests, benchmarks)."""
+    values = {name: value for name, value in field_defaults(EvalConfig).items()
+              if name in {f.name for f in fields(SearchSettings)}}
+    return SearchSettings(**{**values, "temperature": SAMPLING_TEMPERATURE, "switch_margin": 0.0, **overrides})

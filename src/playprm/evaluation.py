@@ -1,9 +1,10 @@
 """``playprm eval``'s wiring: a validated EvalConfig's run job (``run_job.open_run``), policy, PRM and strategy
-handed to the runner (``run_eval``); ``turn_player`` plays one batched turn of a per-turn mode. Used by eval,
+handed to the runner (``run_eval``); ``episode_player`` is the one callable the runner takes for every mode. Used by eval,
 the pipeline and the benchmarks; ``collect`` opens the same run job for its rollouts."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from playprm.eval_config import EvalConfig
@@ -26,20 +27,20 @@ def cached_tokens(choice) -> int | None:
     return choice.candidates[0].cached_tokens if choice.candidates else None
 
 
-def turn_player(mode: str, policy, scorer, settings: SearchSettings, is_guided, temperature: float,
-                guided_games=None):
-    """``choose_turns(episodes)`` of a per-turn ``mode``: one batched call for the pending turns of all episodes
-    in flight; guided turns go to the mode's strategy, the others are plain samples at ``temperature``, except in
-    games outside ``guided_games`` (a per-game gate; None: no gate), which play greedy."""
-    strategy = MODES[mode].strategy() if MODES[mode].guided else None
+def turn_player(mode: str, policy, scorer, settings: SearchSettings, is_guided, guided_games=None):
+    """``play(episodes) -> episodes`` of a per-turn ``mode``: one batched call for the pending turns of all
+    episodes in flight; guided turns go to the mode's strategy, the others to ``greedy`` (a plain sample at
+    ``settings.temperature``), except in games outside ``guided_games`` (a per-game gate; None: no gate), which
+    play at temperature 0. Every strategy takes ``choose(contexts, policy, scorer, settings, rejected=...)``."""
+    ranked = MODES[mode].guided  # the mode ranks candidates with the scorer; an unguided mode plays plain turns only
+    strategy = MODES[mode].strategy()
+    gated_settings = replace(settings, temperature=0.0)  # replace keeps the seed stream: the same seeds as before
 
-    def choose_turns(episodes):
+    def play(episodes):
         pending = [e for e in episodes if not e.done]
-        guided = [e for e in pending if strategy is not None and is_guided(e.pending)]
-        rest = [e for e in pending if not (strategy is not None and is_guided(e.pending))]
+        guided = [e for e in pending if ranked and is_guided(e.pending)]
+        rest = [e for e in pending if not (ranked and is_guided(e.pending))]
         gated_out = [guided_games is not None and e.pending.game not in guided_games for e in rest]
-        gated = [e for e, out in zip(rest, gated_out) if out]
-        sampled = [e for e, out in zip(rest, gated_out) if not out]
         if guided:
             choices = strategy.choose([e.pending.context for e in guided], policy, scorer, settings,
                                       rejected=[e.pending.rejected for e in guided])
@@ -47,20 +48,30 @@ def turn_player(mode: str, policy, scorer, settings: SearchSettings, is_guided, 
                 e.turn_scores.append(c.scores[c.chosen])
                 e.play(c.text, log=c.log(mode), generated_tokens=c.generated_tokens, prm_tokens=c.prm_tokens,
                        prefill_tokens=c.prefill_tokens, cached_tokens=cached_tokens(c))
-        play_plain(sampled, temperature)
-        if gated:
-            play_plain(gated, 0.0)
+        play_plain([e for e, out in zip(rest, gated_out) if not out], settings)
+        play_plain([e for e, out in zip(rest, gated_out) if out], gated_settings)
+        return episodes
 
-    def play_plain(plain, temperature: float):
+    def play_plain(plain, plain_settings: SearchSettings):
         if plain:
-            choices = greedy.choose([e.pending.context for e in plain], policy, scorer, settings,
-                                    temperature=temperature)
+            choices = greedy.choose([e.pending.context for e in plain], policy, scorer, plain_settings,
+                                    rejected=[e.pending.rejected for e in plain])
             for e, c in zip(plain, choices):
-                e.play(c.text, log=c.log("greedy" if temperature == 0 else "sample"),
+                e.play(c.text, log=c.log("greedy" if plain_settings.temperature == 0 else "sample"),
                        generated_tokens=c.generated_tokens, prefill_tokens=c.prefill_tokens,
                        cached_tokens=cached_tokens(c))
 
-    return choose_turns
+    return play
+
+
+def episode_player(mode: str, policy, scorer, settings: SearchSettings, is_guided, guided_games=None):
+    """``play(episodes) -> episodes`` of any ``mode``, the one callable ``runner.play`` takes: a per-turn mode
+    plays one turn of each episode (``turn_player``), a per-episode mode plays each to its end and returns the
+    finished trajectories in their place (``search(roots, policy, scorer, settings, is_guided=, mode=)``)."""
+    if not MODES[mode].per_episode:
+        return turn_player(mode, policy, scorer, settings, is_guided, guided_games)
+    search = MODES[mode].strategy().search
+    return lambda roots: search(roots, policy, scorer, settings, is_guided=is_guided, mode=mode)
 
 
 def run_eval(cfg: EvalConfig, *, policy=None, scorer=None, progress: bool = True):
@@ -87,29 +98,12 @@ def run_eval(cfg: EvalConfig, *, policy=None, scorer=None, progress: bool = True
             policy = load_policy(spec)
         if scorer is None and cfg.decoding_mode.guided:  # EvalConfig allows other scorers with best-of-n only
             scorer = load_scorer(cfg.scorer, prm_path=cfg.prm_path, load_in_4bit=spec.load_in_4bit)
-        job.write_metadata({
-            "beam_width": cfg.beam_width, "aggregate": cfg.aggregate, "temperature": cfg.temperature,
-            "max_tokens": cfg.max_tokens, "num_beam_iterations": cfg.num_beam_iterations, "seed": cfg.seed,
-            "guide_roles": cfg.guide_roles, "selection": cfg.selection, "switch_margin": cfg.switch_margin,
-            "switch_margin_rule": cfg.switch_margin_rule, "shard": list(cfg.shard) if cfg.shard else None,
-            "policy": spec.describe(), "prm_path": prm_path, "broken_games": job.broken_games,
-            # each game's clemgame.json benchmark tags: report splits clemscore / statscore without --games-dir
-            "game_benchmarks": job.game_benchmarks,
-            "gate": cfg.gate_reasons,  # per-game gating: which games were guided and why (None: every game)
-        })
-        settings = cfg.search_settings()
-        is_guided = guide_filter(cfg.guide_roles, cfg.guided_games)
-        choose_turns, search_episodes = None, None
-        if cfg.decoding_mode.per_episode:
-            search = cfg.decoding_mode.strategy().search
-
-            def search_episodes(roots):
-                return search(roots, policy, scorer, settings, is_guided=is_guided, mode=cfg.mode)
-        else:
-            choose_turns = turn_player(cfg.mode, policy, scorer, settings, is_guided, cfg.temperature,
-                                       cfg.guided_games)
+        # each game's clemgame.json benchmark tags: report splits clemscore / statscore without --games-dir
+        job.write_metadata({**cfg.recorded(), "policy": spec.describe(), "prm_path": prm_path,
+                            "broken_games": job.broken_games, "game_benchmarks": job.game_benchmarks})
+        play = episode_player(cfg.mode, policy, scorer, cfg.search_settings(),
+                              guide_filter(cfg.guide_roles, cfg.guided_games), cfg.guided_games)
         summary = runner.play(
             job.tasks, policy_name=job.name, run_dir=job.run_dir, gen_args=job.gen_args, batch_size=cfg.batch_size,
-            retry_errors=cfg.retry_errors, broken=job.broken, progress=progress, choose_turns=choose_turns,
-            search_episodes=search_episodes)
+            retry_errors=cfg.retry_errors, broken=job.broken, progress=progress, play_episodes=play)
     return job.run_dir, summary

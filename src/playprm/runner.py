@@ -75,12 +75,14 @@ def _write_errored(task: EpisodeTask, error: BaseException, stage: str) -> None:
     episode.write()
 
 
-def play(tasks: list[EpisodeTask], *, policy_name: str, run_dir: Path, gen_args: dict, choose_turns,
-         search_episodes=None, batch_size: int = 32, retry_errors: bool = False, broken: dict | None = None,
-         on_finished: Callable[[Episode], None] | None = None, progress: bool = True) -> RunSummary:
-    """Play ``tasks``. ``choose_turns(episodes)`` plays one pending turn of each episode (per-turn modes);
-    ``search_episodes(roots) -> finals`` plays whole episodes (beam modes). The caller holds ``run_dir``
-    (``run_job.open_run``), so every staging folder in it that is not this process's own is stale."""
+def play(tasks: list[EpisodeTask], *, policy_name: str, run_dir: Path, gen_args: dict,
+         play_episodes: Callable[[list[Episode]], list[Episode]], batch_size: int = 32, retry_errors: bool = False,
+         broken: dict | None = None, on_finished: Callable[[Episode], None] | None = None,
+         progress: bool = True) -> RunSummary:
+    """Play ``tasks``. ``play_episodes(episodes)`` advances the episodes in flight (``evaluation.episode_player``:
+    one turn each in per-turn modes, to the end in per-episode ones) and returns those that now stand for them.
+    The caller holds ``run_dir`` (``run_job.open_run``), so every staging folder in it that is not this
+    process's own is stale."""
     summary = RunSummary(planned=len(tasks))
     clean_staging(run_dir, locked=True)
     todo = deque()
@@ -116,15 +118,8 @@ def play(tasks: list[EpisodeTask], *, policy_name: str, run_dir: Path, gen_args:
                 active.append(episode)
         if not active:
             continue
-        if search_episodes is not None:
-            finals = _with_retries(search_episodes, active)
-            for episode in finals or active:
-                finished(episode)
-            active = []
-            continue
-        _with_retries(choose_turns, active)
         still = []
-        for episode in active:
+        for episode in _with_retries(play_episodes, active) or active:
             if episode.done:
                 finished(episode)
             else:

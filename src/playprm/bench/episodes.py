@@ -36,11 +36,6 @@ def replies(run_root: Path) -> dict[str, list[str]]:
     return found
 
 
-def first_replies(run_root: Path) -> dict[str, str]:
-    """``game/experiment/instance`` -> the first policy reply of each episode."""
-    return {key: texts[0] for key, texts in replies(run_root).items() if texts}
-
-
 def same_replies(ours: dict[str, list[str]], theirs: dict[str, list[str]]) -> int:
     """Episodes whose replies are identical, turn for turn, in both runs."""
     return sum(1 for key, texts in ours.items() if theirs.get(key) == texts)

@@ -227,10 +227,10 @@ def memory(mt: workload.Multiturn, work: Path, *, episodes: int = 500, max_token
     """Greedy multi-turn episodes played by the runner, cross-turn reuse on; RSS read from /proc/self/statm in
     its ``on_finished`` hook."""
     from playprm import runner
-    from playprm.evaluation import guide_filter, turn_player
+    from playprm.eval_config import default_search_settings
+    from playprm.evaluation import episode_player, guide_filter
     from playprm.models.hf import HFPolicy
     from playprm.models.registry import resolve_policy
-    from playprm.search.base import SearchSettings
 
     started = time.perf_counter()
     policy = HFPolicy(resolve_policy(str(mt.models.policy)))
@@ -241,12 +241,12 @@ def memory(mt: workload.Multiturn, work: Path, *, episodes: int = 500, max_token
     tasks, benchmarks = workload.episode_tasks(run_dir, None, games, samples=-(-episodes // per_round))
     tasks = tasks[:episodes]
     samples: list[int] = []
-    settings = SearchSettings(n_candidates=1, temperature=0.0, max_tokens=max_tokens)
+    settings = default_search_settings(n_candidates=1, temperature=0.0, max_tokens=max_tokens)
     gen_args = {"temperature": 0.0, "max_tokens": max_tokens}
     try:
         summary = runner.play(
             tasks, policy_name="bench-memory", run_dir=run_dir, gen_args=gen_args, batch_size=batch_size,
-            choose_turns=turn_player("greedy", policy, None, settings, guide_filter(None), 0.0),
+            play_episodes=episode_player("greedy", policy, None, settings, guide_filter(None)),
             on_finished=lambda episode: samples.append(rss_bytes()), progress=False,
         )
     finally:

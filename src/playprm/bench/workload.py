@@ -338,17 +338,6 @@ def clem_model_entry(directory: Path) -> dict:
 
 
 @contextlib.contextmanager
-def working_directory(path: Path):
-    """clemcore reads its registries from the working directory."""
-    before = Path.cwd()
-    os.chdir(path)
-    try:
-        yield path
-    finally:
-        os.chdir(before)
-
-
-@contextlib.contextmanager
 def torch_threads(count: int):
     """Run with ``count`` torch threads, then restore what was set before."""
     import torch

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import fields
 from pathlib import Path
 
@@ -10,28 +11,39 @@ from playprm.results.layout import TURNS_FILE
 
 
 def register(subparsers) -> None:
+    # an option left out is left out of args: CollectSettings' own default applies (settings_from_args), so the
+    # defaults are written once, there (importing playprm.collect here would load clemcore for --help)
+    unset = argparse.SUPPRESS
     parser = subparsers.add_parser("collect", help="sample K episodes per instance, optionally branching into trees")
     parser.add_argument("--policy-model", required=True)
     add_game_arguments(parser)
-    parser.add_argument("--samples-per-instance", type=int, default=4)
-    parser.add_argument("--temperature", type=float, default=1.0)
-    parser.add_argument("--max-tokens", type=int, default=256)
-    parser.add_argument("--branch-factor", type=int, default=1, help="copies of the game at a branching point")
-    parser.add_argument("--branch-at", choices=["policy-turns", "first-turn"], default="policy-turns")
-    parser.add_argument("--branch-depth", type=int, default=2,
-                        help="with policy-turns: branch at the first D policy turns (default 2)")
+    parser.add_argument("--samples-per-instance", type=int, default=unset, help="episodes per instance")
+    parser.add_argument("--temperature", type=float, default=unset)
+    parser.add_argument("--max-tokens", type=int, default=unset)
+    parser.add_argument("--branch-factor", type=int, default=unset, help="copies of the game at a branching point")
+    parser.add_argument("--branch-at", choices=["policy-turns", "first-turn"], default=unset)
+    parser.add_argument("--branch-depth", type=int, default=unset,
+                        help="with policy-turns: branch at the first D policy turns")
     parser.add_argument("--results-dir", type=Path, default=Path("rollouts"))
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--batch-size", type=int, default=32, help="rollout trees in flight")
+    parser.add_argument("--seed", type=int, default=unset)
+    parser.add_argument("--batch-size", type=int, default=unset, help="rollout trees in flight")
     parser.set_defaults(func=run, run_log="results_dir")  # clembench.log goes into the run's folder
 
 
-def run(args) -> int:
-    from playprm.collect import CollectSettings, run_collect
+def settings_from_args(args):
+    """The command line's options as CollectSettings (every field has an option of the same name; those left
+    out keep the field's default)."""
+    from playprm.collect import CollectSettings
 
-    settings = CollectSettings(**{f.name: getattr(args, f.name) for f in fields(CollectSettings)})
+    given = vars(args)
+    return CollectSettings(**{f.name: given[f.name] for f in fields(CollectSettings) if f.name in given})
+
+
+def run(args) -> int:
+    from playprm.collect import run_collect
+
     run_dir, summary = run_collect(args.policy_model, args.games, args.game_all, args.games_dir, args.limit,
-                                   args.results_dir, settings)
+                                   args.results_dir, settings_from_args(args))
     print(f"rollouts: {run_dir}\nturns:    {run_dir / TURNS_FILE}")
     for line in summary.lines():
         print(line)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import fields
 from pathlib import Path
 
-from playprm.eval_config import MODES, SCORERS, EvalConfig, parse_shard
+from playprm.eval_config import MODES, SAMPLING_TEMPERATURE, SCORERS, EvalConfig, field_defaults, parse_shard
 from playprm.search.base import AGGREGATES
 from playprm.search.modes import mode_help
 from playprm.search.selection import SELECTION_HELP, SELECTIONS
@@ -20,20 +20,23 @@ def add_game_arguments(parser) -> None:
 
 
 def register(subparsers) -> None:
+    card = field_defaults(EvalConfig)  # every option's default is its EvalConfig field's (set below)
     parser = subparsers.add_parser("eval", help=f"play games with a policy ({', '.join(MODES)})")
     parser.add_argument("--policy-model", required=True,
                         help="model name from model_registry.json (cwd, then clemcore's) or a local HF model dir")
-    parser.add_argument("--mode", choices=MODES, default="greedy", help=mode_help())
+    parser.add_argument("--mode", choices=MODES, help=mode_help())
     parser.add_argument("--prm-path", type=Path, help="PRM folder (train-prm or make-tiny output)")
     add_game_arguments(parser)
-    parser.add_argument("--results-dir", type=Path, default=Path("results"))
-    parser.add_argument("--n-candidates", type=int, default=4, help="candidates per guided turn (default 4)")
-    parser.add_argument("--temperature", type=float, help="default 0 for greedy, 0.7 for sampling modes")
-    parser.add_argument("--max-tokens", type=int, default=2048)
-    parser.add_argument("--beam-width", type=int, default=2)
-    parser.add_argument("--num-beam-iterations", type=int, default=20)
-    parser.add_argument("--aggregate", choices=AGGREGATES, default="last",
-                        help="how turn scores combine along a trajectory")
+    parser.add_argument("--results-dir", type=Path)
+    parser.add_argument("--n-candidates", type=int,
+                        help=f"candidates per guided turn (default {card['n_candidates']})")
+    parser.add_argument("--temperature", type=float,
+                        help=f"default 0 for greedy, {SAMPLING_TEMPERATURE} for sampling modes")
+    parser.add_argument("--max-tokens", type=int, help=f"default {card['max_tokens']}")
+    parser.add_argument("--beam-width", type=int, help=f"default {card['beam_width']}")
+    parser.add_argument("--num-beam-iterations", type=int, help=f"default {card['num_beam_iterations']}")
+    parser.add_argument("--aggregate", choices=AGGREGATES,
+                        help=f"how turn scores combine along a trajectory (default {card['aggregate']})")
     parser.add_argument("--guide-roles", nargs="+", metavar="ROLE",
                         help="guide only these game roles (default: every policy player)")
     parser.add_argument("--guide-games", metavar="auto|G1,G2",
@@ -42,20 +45,21 @@ def register(subparsers) -> None:
     parser.add_argument("--gate-from", type=Path, metavar="PAIRED",
                         help="--guide-games auto: the paired.json (or its folder) of `playprm report --compare "
                              "GREEDY GUIDED --paired GUIDED GREEDY` on validation instances")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--batch-size", type=int, default=32, help="episodes in flight (default 32)")
+    parser.add_argument("--seed", type=int, help=f"default {card['seed']}")
+    parser.add_argument("--batch-size", type=int, help=f"episodes in flight (default {card['batch_size']})")
     parser.add_argument("--shard", help="i/n: play every n-th planned episode starting at i (zero-based)")
     parser.add_argument("--retry-errors", action="store_true", help="replay episodes that ended in error.json")
-    parser.add_argument("--scorer", choices=SCORERS, default="prm",
+    parser.add_argument("--scorer", choices=SCORERS,
                         help="best-of-n: rank candidates by the PRM (default), the policy's mean token "
                              "log-probability (the no-PRM baseline) or the programmatic expert (an upper bound for "
                              "built-in games; sees only the player's context)")
-    parser.add_argument("--selection", choices=SELECTIONS, default="argmax", help=f"best-of-n: {SELECTION_HELP}")
+    parser.add_argument("--selection", choices=SELECTIONS, help=f"best-of-n: {SELECTION_HELP}")
     parser.add_argument("--switch-margin", metavar="FLOAT|auto",
                         help="--selection anchored: how much a candidate's score must beat the greedy reply's to "
                              "replace it; auto (the default with the PRM) reads it for this N from --prm-path's "
                              "switch_margin.json (train-prm's validation rollouts); 0 = argmax over a set with greedy")
-    parser.set_defaults(func=run, run_log="results_dir")  # clembench.log goes into the run's folder
+    parser.set_defaults(func=run, run_log="results_dir",  # clembench.log goes into the run's folder
+                        **{name: value for name, value in card.items() if name != "shard"})
 
 
 def config_from_args(args) -> EvalConfig:

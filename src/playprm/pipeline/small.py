@@ -29,6 +29,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from playprm.eval_config import SAMPLING_TEMPERATURE, EvalConfig, field_defaults
+
+CARD = field_defaults(EvalConfig)  # eval's defaults, the model card's inference settings: flags spelt from them
 POLICY = "small-sft"  # the registry name train-sft gives the policy (model_registry.json of the work directory)
 
 
@@ -82,17 +85,17 @@ class SmallPreset:
         """The evaluation grid on held-out instances (base greedy and round 2 come with their own stages), the
         PRM read from ``prm`` and the per-game gate from ``gate``."""
         best_of = lambda n, scorer, selection="argmax", **kw: best_of_row(n, scorer, selection, prm, gate, **kw)  # noqa: E731
-        rows = [GridRow("sft-greedy"), GridRow("sft-sampled", ("--temperature", "0.7"))]
+        rows = [GridRow("sft-greedy"), GridRow("sft-sampled", ("--temperature", str(SAMPLING_TEMPERATURE)))]
         rows += [best_of(n, "prm") for n in self.ns]
         rows += [best_of(n, "prm", "anchored") for n in self.ns]
         rows += [best_of(4, "prm", "anchored", gated=True)]
         rows += [best_of(n, "logprob") for n in self.ns]
         rows += [best_of(n, "expert") for n in self.oracle_ns]
-        prm_flags = ("--prm-path", prm)
-        rows += [GridRow("sft-beam", ("--mode", "beam-search", "--n-candidates", "4", "--beam-width", "2",
-                                      "--num-beam-iterations", "4", *prm_flags), 4, "prm"),
-                 GridRow("sft-lf-beam", ("--mode", "lf-beam", "--n-candidates", "4", "--beam-width", "2",
-                                         *prm_flags), 4, "prm")]
+        n, prm_flags = CARD["n_candidates"], ("--prm-path", prm)
+        beam = ("--n-candidates", str(n), "--beam-width", str(CARD["beam_width"]))
+        rows += [GridRow("sft-beam", ("--mode", "beam-search", *beam, "--num-beam-iterations", "4", *prm_flags), n,
+                         "prm"),
+                 GridRow("sft-lf-beam", ("--mode", "lf-beam", *beam, *prm_flags), n, "prm")]
         if self.weak_policy:
             rows += [GridRow("weak-greedy", policy="weak")]
             rows += [best_of(4, scorer, selection, policy="weak", prefix="weak")
@@ -176,7 +179,8 @@ class SmallPreset:
         round-2 SFT data, the policy is trained on them further, and round-2 greedy is evaluated on the held-out
         instances (does the search distil back into the policy?)."""
         return [
-            ("round 2 search", ["eval", "--policy-model", policy, "--mode", "best-of-n", "--n-candidates", "4",
+            ("round 2 search", ["eval", "--policy-model", policy, "--mode", "best-of-n", "--n-candidates",
+                                str(CARD["n_candidates"]),
                                 "--prm-path", w("prm"), "--games-dir", w(TRAIN), *games, "--limit",
                                 str(self.round2_instances), "--max-tokens", str(self.max_tokens),
                                 "--seed", str(self.seed), "--results-dir", w("round2/search")]),

@@ -83,7 +83,7 @@ def switch_outcomes(workdir: Path, row: str, baseline: str = "sft-greedy") -> di
     """What the switches of an anchored row won or lost against ``baseline`` on the same instances: of the
     episodes where at least one turn switched away from the greedy reply, how many scored higher, lower or the
     same (Main Score, an abort as 0) than the baseline's episode of that instance. None where nothing switched."""
-    from playprm.results import iter_episodes
+    from playprm.results import candidate_records, iter_episodes
 
     def scores(run: str) -> dict:
         found = {}
@@ -94,10 +94,7 @@ def switch_outcomes(workdir: Path, row: str, baseline: str = "sft-greedy") -> di
     ours, theirs = scores(row), scores(baseline)
     counts = {"episodes_switched": 0, "won": 0, "lost": 0, "same": 0}
     for key, (episode, score) in ours.items():
-        path = episode.path / "candidates.jsonl"
-        if key not in theirs or not path.is_file():
-            continue
-        if not any(json.loads(line).get("switched") for line in path.read_text().splitlines() if line.strip()):
+        if key not in theirs or not any(record.get("switched") for record in candidate_records(episode.path)):
             continue
         counts["episodes_switched"] += 1
         other = theirs[key][1]

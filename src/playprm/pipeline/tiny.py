@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from playprm.eval_config import EvalConfig, field_defaults
+
 TINY_GAMES = ["--game-all", "--limit", "2"]
 
 
@@ -17,6 +19,8 @@ def tiny_steps(workdir: Path) -> list[tuple[str, list[str]]]:
     """(stage, argv) for the CPU pipeline, every path under ``workdir``."""
     w = lambda path: str(Path(workdir) / path)  # noqa: E731
     policy = w("sft-policy")
+    card = field_defaults(EvalConfig)  # eval's defaults: the guided runs use the card's N and beam width
+    n, width = str(card["n_candidates"]), str(card["beam_width"])
     return [
         # the smoke run uses plain Qwen3 for speed (the card's Qwen3.5 layout costs 2.2x on CPU, BENCHMARKS.md 1b;
         # it is tested on its own in tests/test_card_architecture.py)
@@ -36,10 +40,10 @@ def tiny_steps(workdir: Path) -> list[tuple[str, list[str]]]:
                        "--learning-rate", "1e-3"]),
         ("eval greedy", ["eval", "--policy-model", policy, "--mode", "greedy", *TINY_GAMES,
                          "--max-tokens", "24", "--results-dir", w("results")]),
-        ("eval best-of-n", ["eval", "--policy-model", policy, "--mode", "best-of-n", "--n-candidates", "4",
+        ("eval best-of-n", ["eval", "--policy-model", policy, "--mode", "best-of-n", "--n-candidates", n,
                             "--prm-path", w("prm"), *TINY_GAMES, "--max-tokens", "24", "--results-dir", w("results")]),
-        ("eval beam-search", ["eval", "--policy-model", policy, "--mode", "beam-search", "--n-candidates",
-                              "4", "--beam-width", "2", "--num-beam-iterations", "3", "--prm-path", w("prm"),
+        ("eval beam-search", ["eval", "--policy-model", policy, "--mode", "beam-search", "--n-candidates", n,
+                              "--beam-width", width, "--num-beam-iterations", "3", "--prm-path", w("prm"),
                               *TINY_GAMES, "--max-tokens", "24", "--results-dir", w("results")]),
         ("report", ["report", "--compare", w("results"), "--out", w("report")]),
     ]

@@ -183,13 +183,6 @@ def compute_table(
     return table_from_episodes(episodes, static_games, n_resamples, seed, games_dir)
 
 
-def clemcore_columns(table: pd.DataFrame) -> list[str]:
-    """The leading columns of ``table`` that clemcore's own results.csv has (everything before playprm's first,
-    Playpen's interactive clemscore)."""
-    columns = list(table.columns)
-    return columns[: columns.index(INTERACTIVE)] if INTERACTIVE in columns else columns
-
-
 def game_names(table: pd.DataFrame) -> list[str]:
     """The games of a table (or comparison), sorted: every ``<game>, Quality Score`` / ``<game>, errored``."""
     names = {

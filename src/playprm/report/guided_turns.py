@@ -16,14 +16,12 @@ Two sources, whichever a run has:
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from playprm.results import iter_episodes
-from playprm.results.layout import CANDIDATES_FILE
+from playprm.results import candidate_records, iter_episodes
 
 
 def _fold(text: str) -> str:
@@ -71,21 +69,6 @@ def transcript_counts(episode) -> tuple[int, int, int]:
     return replies, reprompts, repeats
 
 
-def _candidate_records(episode_dir: Path) -> list[dict]:
-    path = episode_dir / CANDIDATES_FILE
-    if not path.is_file():
-        return []
-    records = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict):
-            records.append(record)
-    return records
-
-
 def _count_candidates(counts: GameTurns, records: list[dict]) -> None:
     for record in records:
         candidates = record.get("candidates") or []
@@ -123,7 +106,7 @@ def guided_turns(results_dir: Path) -> dict[tuple[str, str], GameTurns]:
         counts.repeats += repeats
         counts.episodes_with_repeat += int(repeats > 0)
         counts.aborted_after_repeat += int(aborted and repeats > 0)
-        _count_candidates(counts, _candidate_records(episode.path))
+        _count_candidates(counts, candidate_records(episode.path))
     return table
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from playprm.results.layout import (
+    CANDIDATES_FILE,
     EPISODE_FOLDER,
     ERROR_FILE,
     INSTANCE_FILE,
@@ -269,6 +270,24 @@ def scan_results(results_dirs: Iterable[Path]) -> ResultsScan:
                 seen.add(episode.path.resolve())
                 scan.episodes.append(episode)
     return scan
+
+
+def candidate_records(episode_dir: Path) -> list[dict]:
+    """The guided turns an episode logged in ``candidates.jsonl`` (one JSON object per turn: its candidates, scores,
+    chosen and greedy index, ``switched``), in turn order; [] where the file is absent. Lines that are not a
+    JSON object are left out (a line cut by a full disk loses that turn, not the episode)."""
+    path = Path(episode_dir) / CANDIDATES_FILE
+    if not path.is_file():
+        return []
+    records = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+    return records
 
 
 def read_json(path: Path) -> tuple[Any, str]:

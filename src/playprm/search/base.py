@@ -22,18 +22,20 @@ class SeedStream:
 
 @dataclass(frozen=True)
 class SearchSettings:
-    """Decoding knobs shared by all strategies (validated in ``playprm.eval_config``); fixed for a run, except the
-    seed stream they carry. ``dataclasses.replace`` keeps that stream, so derived settings draw fresh seeds."""
+    """Decoding knobs shared by all strategies, derived from a validated ``EvalConfig`` (``search_settings()``; its
+    fields own the defaults, ``eval_config.default_search_settings`` gives them without a config); fixed for a
+    run, except the seed stream they carry. ``dataclasses.replace`` keeps that stream, so derived settings draw
+    fresh seeds."""
 
-    n_candidates: int = 4
-    temperature: float = 0.7
-    max_tokens: int = 2048
-    beam_width: int = 2
-    num_beam_iterations: int = 20
-    aggregate: str = "last"  # how turn scores combine along a trajectory: last | min | mean | prod
-    selection: str = "argmax"  # best-of-n: argmax | anchored | weighted (search.selection)
-    switch_margin: float = 0.0  # anchored: the score a candidate must beat greedy's by to replace it
-    seed: int = 0
+    n_candidates: int
+    temperature: float
+    max_tokens: int
+    beam_width: int
+    num_beam_iterations: int
+    aggregate: str  # how turn scores combine along a trajectory: last | min | mean | prod
+    selection: str  # best-of-n: argmax | anchored | weighted (search.selection)
+    switch_margin: float  # anchored: the score a candidate must beat greedy's by to replace it
+    seed: int
     seeds: SeedStream | None = field(default=None, repr=False, compare=False)  # None: a new stream from seed
 
     def __post_init__(self):

@@ -25,8 +25,7 @@ def search(roots: list[Episode], policy, scorer, settings: SearchSettings, *, is
         open_ = [(r, b) for r, group in enumerate(beams) for b in group if not b.done]
         if not open_:
             break
-        children, costs = expand([b for _, b in open_], policy, scorer, settings, width=settings.n_candidates,
-                                 is_guided=is_guided, mode=mode)
+        children, costs = expand([b for _, b in open_], policy, scorer, settings, is_guided=is_guided, mode=mode)
         pools: list[list[Episode]] = [[b for b in group if b.done] for group in beams]
         for (r, _), kids, (g, p) in zip(open_, children, costs):
             pools[r].extend(kids)

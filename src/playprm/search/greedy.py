@@ -7,9 +7,10 @@ from playprm.search.base import Choice, SearchSettings
 
 
 def choose(contexts: list[list[dict]], policy, scorer, settings: SearchSettings, *,
-           temperature: float = 0.0) -> list[Choice]:
-    """One reply per context; no PRM involved."""
-    outputs = clean_candidates(policy.generate(contexts, n=1, temperature=temperature, max_tokens=settings.max_tokens,
-                              seed=settings.next_seed()))
-    greedy = 0 if temperature == 0 else None
+           rejected: list[list[str]] | None = None) -> list[Choice]:
+    """One reply per context at ``settings.temperature``; no scorer involved, and nothing to choose among, so
+    ``scorer`` and ``rejected`` (the replies the game refused) are not read: a plain policy repeats them."""
+    outputs = clean_candidates(policy.generate(contexts, n=1, temperature=settings.temperature,
+                                               max_tokens=settings.max_tokens, seed=settings.next_seed()))
+    greedy = 0 if settings.temperature == 0 else None
     return [Choice(text=cands[0].text, candidates=cands, scores=None, chosen=0, greedy=greedy) for cands in outputs]

@@ -1,9 +1,11 @@
 """Every decoding mode, declared once: ``eval``'s choices and help, config validation, the results folder tag,
 the fingerprint and ``evaluation`` all read this table.
 
-A per-turn mode's strategy module has ``choose(contexts, policy, scorer, settings, *, rejected) -> list[Choice]``
-(``rejected``: per context, the replies the game already refused that player in the episode, never to be played
-while another candidate exists); a per-episode mode's has ``search(roots, policy, scorer, settings, *, is_guided, mode) -> finished episodes``.
+A per-turn mode's strategy module (``greedy`` too, which also plays every unguided turn) has ``choose(contexts,
+policy, scorer, settings, *, rejected) -> list[Choice]`` (``rejected``: per context, the replies the game already
+refused that player in the episode, never to be played while another candidate exists); a per-episode mode's has
+``search(roots, policy, scorer, settings, *, is_guided, mode) -> finished episodes``. ``evaluation.episode_player``
+puts both behind the one callable the runner takes.
 Strategy modules are imported when a run asks for them, so reading the table (``--help``, validation) loads
 no game code.
 """

@@ -5,7 +5,6 @@ of the whole search behind it."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
 from playprm.episode import Episode
 from playprm.search import best_of_n, greedy
@@ -17,17 +16,17 @@ def trajectory_value(settings: SearchSettings) -> Callable[[Episode], float]:
     return lambda episode: aggregate(episode.turn_scores, settings.aggregate)
 
 
-def expand(beams: list[Episode], policy, scorer, settings: SearchSettings, *, width: int,
-           is_guided, mode: str) -> tuple[list[list[Episode]], list[tuple[int, int]]]:
-    """Children of each beam (one game copy per candidate, the candidate played) and the tokens spent
-    (generated, PRM) per beam. Unguided turns get one plain sample and a single child."""
+def expand(beams: list[Episode], policy, scorer, settings: SearchSettings, *, is_guided,
+           mode: str) -> tuple[list[list[Episode]], list[tuple[int, int]]]:
+    """Children of each beam (one game copy per candidate, ``settings.n_candidates`` of them, the candidate
+    played) and the tokens spent (generated, PRM) per beam. Unguided turns get one plain sample and a single
+    child."""
     guided = [i for i, b in enumerate(beams) if is_guided(b.pending)]
     plain = [i for i, b in enumerate(beams) if not is_guided(b.pending)]
     children: list[list[Episode]] = [[] for _ in beams]
     spent = [(0, 0) for _ in beams]
     if guided:
-        choices = best_of_n.choose([beams[i].pending.context for i in guided], policy, scorer,
-                                   replace(settings, n_candidates=width))
+        choices = best_of_n.choose([beams[i].pending.context for i in guided], policy, scorer, settings)
         for i, choice in zip(guided, choices):
             spent[i] = (choice.generated_tokens, choice.prm_tokens)
             beam = beams[i]
@@ -37,8 +36,7 @@ def expand(beams: list[Episode], policy, scorer, settings: SearchSettings, *, wi
                 child.play(candidate.text, log={**choice.log(mode), "chosen": k})
                 children[i].append(child)
     if plain:
-        choices = greedy.choose([beams[i].pending.context for i in plain], policy, scorer, settings,
-                                temperature=settings.temperature)
+        choices = greedy.choose([beams[i].pending.context for i in plain], policy, scorer, settings)
         for i, choice in zip(plain, choices):
             spent[i] = (choice.generated_tokens, 0)
             beams[i].play(choice.text, log=choice.log("plain"))
@@ -56,8 +54,8 @@ def finish(episodes: list[Episode], policy, scorer, settings: SearchSettings, *,
         open_ = [i for i, episode in enumerate(current) if not episode.done]
         if not open_:
             return current, spent
-        children, costs = expand([current[i] for i in open_], policy, scorer, settings,
-                                 width=settings.n_candidates, is_guided=is_guided, mode="best-of-n")
+        children, costs = expand([current[i] for i in open_], policy, scorer, settings, is_guided=is_guided,
+                                 mode="best-of-n")
         for i, kids, (generated, prm) in zip(open_, children, costs):
             current[i] = max(kids, key=lambda kid: kid.turn_scores[-1] if kid.turn_scores else 0.0)
             spent[i] = (spent[i][0] + generated, spent[i][1] + prm)

@@ -402,10 +402,8 @@ def usage_sft(run: RunFiles) -> str:
     prm_arg = f"--prm-path {prm}" if prm else '--prm-path "$PRM"'
     commands = "\n".join([
         f"playprm eval --policy-model {name} --game-all --mode greedy",
-        f"playprm eval --policy-model {name} --game-all --mode best-of-n {prm_arg} --n-candidates 4 "
-        "--temperature 0.7 --max-tokens 2048",
-        f"playprm eval --policy-model {name} --game-all --mode beam-search {prm_arg} --n-candidates 4 "
-        "--num-beam-iterations 20 --temperature 0.7 --max-tokens 2048",
+        f"playprm eval --policy-model {name} --game-all --mode best-of-n {prm_arg} {card_flags()}",
+        f"playprm eval --policy-model {name} --game-all --mode beam-search {prm_arg} {card_flags(beam=True)}",
     ])
     prm_note = (f"The companion PRM is `{prm}`." if prm else
                 "`PRM` is the folder `playprm train-prm` wrote (`playprm card --companion PATH` writes it in here).")
@@ -431,9 +429,9 @@ def usage_prm(run: RunFiles) -> str:
     ])
     commands = "\n".join([
         f"playprm eval --policy-model {policy_arg} --game-all --mode best-of-n --prm-path {run.location} "
-        "--n-candidates 4 --temperature 0.7 --max-tokens 2048",
+        + card_flags(),
         f"playprm eval --policy-model {policy_arg} --game-all --mode beam-search --prm-path {run.location} "
-        "--n-candidates 4 --num-beam-iterations 20 --temperature 0.7 --max-tokens 2048",
+        + card_flags(beam=True),
     ])
     base = run.prm_config.get("base_model") or run.base_model
     note = (f"The companion policy is `{policy}`." if policy else "`POLICY` is a model name of "
@@ -443,6 +441,17 @@ def usage_prm(run: RunFiles) -> str:
         "## Usage", f"The PRM loads its base model `{base}`, the adapter in `adapter/` and the head in "
         "`head.safetensors` (see `prm_config.json`).", f"```python\n{code}\n```",
         "Guide a policy with it:", f"```bash\n{commands}\n```", note, report_note(run)])
+
+
+def card_flags(*, beam: bool = False) -> str:
+    """The eval flags of the card's PRM-guided inference, spelt from eval's own defaults (``EvalConfig``)."""
+    from playprm.eval_config import SAMPLING_TEMPERATURE, EvalConfig, field_defaults
+
+    card = field_defaults(EvalConfig)
+    flags = f"--n-candidates {card['n_candidates']}"
+    if beam:
+        flags += f" --num-beam-iterations {card['num_beam_iterations']}"
+    return flags + f" --temperature {SAMPLING_TEMPERATURE} --max-tokens {card['max_tokens']}"
 
 
 def report_note(run: RunFiles) -> str:

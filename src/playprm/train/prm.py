@@ -124,21 +124,20 @@ def pair_sequences(tokenizer, pairs: list[dict], chat_template_kwargs: dict | No
     return items, skipped
 
 
-def instance_key(record: dict) -> tuple | None:
-    """The record's instance as ``prm-data`` split it; None for a record without that meta (hand-made pairs)."""
-    try:
-        return instance_of(record)
-    except (KeyError, TypeError):
-        return None
-
-
 def split_pairs(pairs: list[dict], validation_records: list[dict]) -> dict[str, list[dict]]:
     """Pairs of instances that validation.jsonl holds go to validation, the rest to training, so the split
-    by instance of ``prm-data`` holds for pairs too."""
-    held_out = {instance_key(record) for record in validation_records}
+    by instance of ``prm-data`` (``data.records.instance_of``) holds for pairs too."""
+
+    def instance(record: dict) -> tuple | None:  # None for a record without that meta (hand-made pairs)
+        try:
+            return instance_of(record)
+        except (KeyError, TypeError):
+            return None
+
+    held_out = {instance(record) for record in validation_records}
     split: dict[str, list[dict]] = {"train": [], "validation": []}
     for pair in pairs:
-        split["validation" if instance_key(pair) in held_out else "train"].append(pair)
+        split["validation" if instance(pair) in held_out else "train"].append(pair)
     return split
 
 
