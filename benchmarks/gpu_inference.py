@@ -75,7 +75,7 @@ def main() -> int:
     from dataclasses import replace
 
     from playprm import chat
-    from playprm.eval_config import default_search_settings
+    from playprm.play.config import default_search_settings
     from playprm.prm.scorer import PRMScorer
     from playprm.search import best_of_n, greedy
     from playprm.search.base import SearchSettings

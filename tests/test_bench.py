@@ -125,7 +125,7 @@ def test_prefill_by_turn_averages_each_turn_index_over_the_episodes_that_reached
 
 
 def test_valid_guess_policy_keeps_wordle_episodes_going_past_the_first_turn(pair, tmp_path, policy):
-    from playprm.evaluation import run_eval
+    from playprm.play.wiring import run_eval
 
     wrapped = workload.ValidGuessPolicy(policy, workload.wordle_words())
     config = episodes.eval_config(str(pair.policy), tmp_path / "r", limit=1, max_tokens=3, games=["wordle"])

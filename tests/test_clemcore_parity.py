@@ -187,10 +187,10 @@ class RecordingScorer:
 
 @pytest.mark.parametrize("mode", ["best-of-n", "lf-beam", "beam-search"])
 def test_every_mode_scores_and_plays_the_post_processed_reply(card_models, tmp_path, mode):
-    from playprm.eval_config import EvalConfig
-    from playprm.evaluation import run_eval
     from playprm.models.hf import HFPolicy
     from playprm.models.registry import resolve_policy
+    from playprm.play.config import EvalConfig
+    from playprm.play.wiring import run_eval
 
     policy = HFPolicy(resolve_policy(str(card_models["policy"])))
     scorer = RecordingScorer()

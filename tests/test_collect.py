@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from playprm.cli import main
-from playprm.collect import CollectSettings, run_collect
 from playprm.games.builtin.scripted import RandomValidPolicy
+from playprm.play.collect import CollectSettings, run_collect
 
 
 def read_turns(run_dir):

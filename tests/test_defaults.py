@@ -8,10 +8,10 @@ from dataclasses import fields
 import pytest
 
 from playprm.cli import build_parser
-from playprm.collect import CollectSettings
 from playprm.commands.collect import settings_from_args
 from playprm.commands.eval import config_from_args
-from playprm.eval_config import SAMPLING_TEMPERATURE, EvalConfig, default_search_settings, field_defaults
+from playprm.play.collect import CollectSettings
+from playprm.play.config import SAMPLING_TEMPERATURE, EvalConfig, default_search_settings, field_defaults
 from playprm.search.base import SearchSettings
 
 

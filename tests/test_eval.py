@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from playprm.cli import main
-from playprm.eval_config import EvalConfig
-from playprm.evaluation import run_eval
+from playprm.play.config import EvalConfig
+from playprm.play.wiring import run_eval
 
 FAST = ["--limit", "1", "--max-tokens", "8"]
 

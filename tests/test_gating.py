@@ -10,7 +10,7 @@ import pytest
 
 from playprm.cli import main
 from playprm.errors import UsageError
-from playprm.eval_config import EvalConfig
+from playprm.play.config import EvalConfig
 
 
 def paired_file(folder: Path, points: dict[str, float]) -> Path:

@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from playprm.cli import main
-from playprm.eval_config import EvalConfig
-from playprm.evaluation import run_eval
+from playprm.play.config import EvalConfig
+from playprm.play.wiring import run_eval
 
 DEEP = "[" * 200_000 + "]" * 200_000
 

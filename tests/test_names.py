@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from playprm.cli import main
-from playprm.names import component_problem
+from playprm.results.names import component_problem
 
 TRAVERSAL = "../../../../../../../victim"
 

@@ -121,10 +121,10 @@ def test_a_server_that_never_answers_times_out_with_bounded_retries():
 
 
 def test_a_server_killed_mid_run_fails_the_remaining_episodes_and_the_run_finishes(servable, tmp_path):
-    from playprm.eval_config import EvalConfig
-    from playprm.evaluation import run_eval
     from playprm.models.openai_policy import OpenAIPolicy
     from playprm.models.registry import spec_from_entry
+    from playprm.play.config import EvalConfig
+    from playprm.play.wiring import run_eval
 
     class KillAfterFirstCall:
         """The fault-injection hook: the server is killed right after the first batch is answered."""

@@ -13,8 +13,8 @@ import pytest
 
 from playprm import chat
 from playprm.models.hf import HFPolicy, load_causal_lm
+from playprm.models.prefix_cache import PrefixStore
 from playprm.models.registry import resolve_policy
-from playprm.prefix_cache import PrefixStore
 from playprm.prm.scorer import PRMScorer
 
 TURNS = 4

@@ -204,8 +204,8 @@ def test_train_prm_from_the_gguf_file_trains_and_scores(prm_run, smol_prm, smoll
 
 @pytest.mark.parametrize("mode", ["best-of-n", "beam-search", "dvts", "lf-beam"])
 def test_every_decoding_mode_plays_with_smollm2_and_its_prm(arena, smol_policy, smol_prm, prm_run, mode):
-    from playprm.eval_config import EvalConfig
-    from playprm.evaluation import run_eval
+    from playprm.play.config import EvalConfig
+    from playprm.play.wiring import run_eval
 
     # the loaded policy and PRM serve every mode (eval loads them as the CLI test above does); wordle's one
     # player keeps it short

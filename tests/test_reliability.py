@@ -9,9 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from playprm.errors import UsageError
-from playprm.eval_config import EvalConfig
-from playprm.evaluation import run_eval
 from playprm.models.base import Candidate, PolicySpec
+from playprm.play.config import EvalConfig
+from playprm.play.wiring import run_eval
 
 ODD_OUTPUTS = [
     "",

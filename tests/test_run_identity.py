@@ -11,10 +11,10 @@ from test_names import eval_argv, wordle_copy
 from wordle_oracle import WordleOracleScorer
 
 from playprm.cli import main
-from playprm.eval_config import EvalConfig
-from playprm.evaluation import run_eval
 from playprm.games.builtin.scripted import RandomValidPolicy
 from playprm.models.registry import resolve_policy
+from playprm.play.config import EvalConfig
+from playprm.play.wiring import run_eval
 from playprm.results.layout import RUN_METADATA_FILE
 
 RUN = "random-valid-t0.0--random-valid-t0.0"

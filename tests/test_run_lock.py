@@ -14,15 +14,15 @@ from test_names import eval_argv
 
 from playprm import atomic
 from playprm.cli import main
-from playprm.eval_config import EvalConfig
-from playprm.evaluation import run_eval
+from playprm.play.config import EvalConfig
+from playprm.play.wiring import run_eval
 from playprm.results.staging import clean_staging
 
 RUN = "random-valid-t0.0--random-valid-t0.0"
 HOLDER = """
 import sys
 from pathlib import Path
-from playprm import run_lock
+from playprm.play import lock as run_lock
 with run_lock.hold(Path(sys.argv[1])):
     print("held", flush=True)
     sys.stdin.read()  # until the test closes our stdin

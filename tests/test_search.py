@@ -8,10 +8,10 @@ import pytest
 from wordle_oracle import WordleOracleScorer
 
 from playprm.episode import Episode, EpisodeTask
-from playprm.eval_config import default_search_settings
-from playprm.evaluation import guide_filter, turn_player
 from playprm.games.builtin.scripted import RandomValidPolicy
-from playprm.run_job import plan
+from playprm.play.config import default_search_settings
+from playprm.play.job import plan
+from playprm.play.wiring import guide_filter, turn_player
 from playprm.search import beam_search, dvts
 from playprm.search.base import aggregate, argmax
 
@@ -173,8 +173,8 @@ def test_lookahead_free_beam_grows_the_reply_the_prm_ranks_best_without_the_game
 def test_lookahead_free_beam_is_an_honest_mode(tiny_models, tmp_path):
     import json
 
-    from playprm.eval_config import EvalConfig
-    from playprm.evaluation import run_eval
+    from playprm.play.config import EvalConfig
+    from playprm.play.wiring import run_eval
 
     cfg = EvalConfig(policy_model=str(tiny_models["policy"]), mode="lf-beam", prm_path=tiny_models["prm"],
                      games=["referencegame"], limit=1, max_tokens=16, n_candidates=4, beam_width=2,

@@ -10,9 +10,9 @@ import pytest
 from clemcore.clemgame import DialogueGameMaster, GameScorer, GameSpec, Player
 
 from playprm.episode import Episode, EpisodeTask
-from playprm.eval_config import default_search_settings
-from playprm.evaluation import guide_filter, turn_player
 from playprm.models.base import Candidate, PolicySpec
+from playprm.play.config import default_search_settings
+from playprm.play.wiring import guide_filter, turn_player
 from playprm.prm import switch_margin
 from playprm.prm.scorer import ScoreStats
 from playprm.search import best_of_n
@@ -235,8 +235,8 @@ def test_the_auto_margin_grows_with_n_and_comes_from_not_better_siblings(tmp_pat
 
 
 def test_eval_anchored_writes_the_greedy_candidate_margin_and_switch_of_every_turn(card_models, tmp_path):
-    from playprm.eval_config import EvalConfig
-    from playprm.evaluation import run_eval
+    from playprm.play.config import EvalConfig
+    from playprm.play.wiring import run_eval
 
     cfg = EvalConfig(policy_model=str(card_models["policy"]), mode="best-of-n", prm_path=card_models["prm"],
                      games=["referencegame"], limit=1, max_tokens=8, n_candidates=3, selection="anchored",
@@ -257,7 +257,7 @@ def test_eval_anchored_writes_the_greedy_candidate_margin_and_switch_of_every_tu
 
 def test_a_switch_margin_given_in_python_is_checked_as_on_the_command_line():
     from playprm.errors import UsageError
-    from playprm.eval_config import EvalConfig, SwitchMargin
+    from playprm.play.config import EvalConfig, SwitchMargin
 
     def config(**values):
         return EvalConfig(policy_model="p", mode="best-of-n", scorer="logprob", games=["wordle"],
@@ -272,7 +272,7 @@ def test_a_switch_margin_given_in_python_is_checked_as_on_the_command_line():
 
 
 def test_the_cards_selection_keeps_the_fingerprint_and_folder_of_runs_made_before_selections_existed():
-    from playprm.eval_config import EvalConfig
+    from playprm.play.config import EvalConfig
 
     def config(**values):
         return EvalConfig(policy_model="p", mode="best-of-n", scorer="logprob", games=["wordle"], **values).validate()
@@ -354,8 +354,8 @@ class PrefersUnknownWord:
 
 def test_on_builtin_wordle_greedy_repeats_a_refused_word_until_it_aborts_and_the_guard_plays_on(tmp_path):
     from playprm.cli import main
-    from playprm.eval_config import EvalConfig
-    from playprm.evaluation import run_eval
+    from playprm.play.config import EvalConfig
+    from playprm.play.wiring import run_eval
 
     # the scorer, like a PRM that liked the word before the game refused it, prefers the unknown word throughout
     scorer = PrefersUnknownWord()

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from playprm.cli import main
-from playprm.eval_config import EvalConfig
-from playprm.evaluation import run_eval
+from playprm.play.config import EvalConfig
+from playprm.play.wiring import run_eval
 
 
 def wins(run_dir: Path) -> tuple[int, int]:

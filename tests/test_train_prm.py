@@ -257,7 +257,7 @@ def test_prm_recipes_name_only_known_settings(recipe):
 def test_train_prm_writes_the_switch_margin_from_sibling_replies_in_validation(card_models, tmp_path):
     # each validation context also gets the opposite reply, so validation holds two different replies per context;
     # the file's quantiles are those of the saved PRM's own scores of those records (nothing held out is read)
-    from playprm.eval_config import EvalConfig, SwitchMargin
+    from playprm.play.config import EvalConfig, SwitchMargin
     from playprm.prm import switch_margin
     from playprm.prm.model import load_prm
     from playprm.prm.scorer import PRMScorer

@@ -10,12 +10,12 @@ import pytest
 
 from playprm.cli import main
 from playprm.errors import UsageError
-from playprm.eval_config import EvalConfig
-from playprm.evaluation import run_eval
 from playprm.games.builtin.scripted import RandomValidPolicy
 from playprm.models.base import PolicySpec
 from playprm.models.registry import resolve_policy
 from playprm.models.vllm_policy import engine_kwargs, lora_rank_slot
+from playprm.play.config import EvalConfig
+from playprm.play.wiring import run_eval
 
 
 def entry(**config) -> dict:

@@ -1,37 +1,20 @@
 """The ``playprm`` command line: parse, validate, hand over to the parts that do the work.
 
 Every sub-command lives in its own module under ``playprm.commands`` and exposes
-``register(subparsers)``; this file only discovers them, so adding a command never touches it.
+``register(subparsers)``; ``commands.build_parser`` discovers them, so adding a command never touches this file.
 Command modules import heavy libraries (torch, transformers) inside their run functions, which keeps
 ``--help`` and input validation fast.
 """
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import logging
-import pkgutil
 import sys
 from pathlib import Path
 
-from playprm import __version__, commands
+from playprm.commands import build_parser
 from playprm.errors import UsageError
 from playprm.redact import install_log_redaction, redact
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="playprm",
-        description="PRM-guided policies for clembench dialogue games: collect, train, search, report.",
-    )
-    parser.add_argument("--version", action="version", version=f"playprm {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module_info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"{commands.__name__}.{module_info.name}")
-        module.register(subparsers)
-    return parser
 
 
 class _Console(logging.StreamHandler):

@@ -81,7 +81,7 @@ class Runs:
 
 def eval_config(policy_model: str, results_dir: Path, *, limit: int | None, max_tokens: int, mode: str = "greedy",
                 prm: Path | None = None, n: int = 4, games=None):
-    from playprm.eval_config import EvalConfig
+    from playprm.play.config import EvalConfig
 
     return EvalConfig(policy_model=policy_model, mode=mode, prm_path=prm, games=list(games or workload.GAMES),
                       limit=limit, max_tokens=max_tokens, results_dir=results_dir, n_candidates=n,
@@ -111,7 +111,7 @@ def clem_run_process(workspace: Path, runs: Runs, *, games: list[str], batch_siz
 
 
 STARTUP = """
-from playprm import evaluation, run_job, runner  # what playprm eval imports, clemcore's games among it
+from playprm.play import job, runner, wiring  # what playprm eval imports, clemcore's games among it
 from playprm.models.hf import HFPolicy
 from playprm.models.registry import resolve_policy
 from playprm.transformers_runtime import choose_cpu_threads
@@ -139,7 +139,7 @@ def _timed(argv: list[str], *, env: dict, cwd: Path | None = None) -> float:
 def fresh_caches(*models) -> None:
     """Forget the cross-turn states a loaded policy or scorer kept from an earlier run: each timed run starts as
     a new process would (the same episodes played again would otherwise find their prompts already encoded)."""
-    from playprm.prefix_cache import PrefixStore
+    from playprm.models.prefix_cache import PrefixStore
 
     for model in models:
         if getattr(model, "prefix_store", None) is not None:
@@ -223,9 +223,9 @@ def best_of_n_overhead(mt: workload.Multiturn, work: Path, *, limit: int | None 
                        ns=(4, 8), pairs: int = 3) -> Figure:
     """Figure 4: wall(best-of-n, PRM scoring included) / wall(greedy) on the same multi-turn episodes, models
     loaded once, cross-turn caches emptied before each run."""
-    from playprm.evaluation import run_eval
     from playprm.models.hf import HFPolicy
     from playprm.models.registry import resolve_policy
+    from playprm.play.wiring import run_eval
     from playprm.prm.scorer import PRMScorer
 
     started = time.perf_counter()

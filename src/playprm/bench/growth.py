@@ -58,9 +58,9 @@ def prefill_growth(mt: workload.Multiturn, work: Path, *, limit: int | None = No
     """Greedy runs of the multi-turn workload with cross-turn reuse (``HFPolicy(reuse_cache=True)``, the default)
     and without it, alternated: wall time, prefill tokens per turn index from cost.json, fits, and whether the
     replies are identical."""
-    from playprm.evaluation import run_eval
     from playprm.models.hf import HFPolicy
     from playprm.models.registry import resolve_policy
+    from playprm.play.wiring import run_eval
 
     started = time.perf_counter()
     spec = resolve_policy(str(mt.models.policy))
@@ -146,9 +146,9 @@ def beam_growth(models: workload.ModelPair, work: Path, *, points=((1, 2), (2, 2
                 limit: int = 1, max_tokens: int = 8, pairs: int = 3) -> Figure:
     """Beam search on wordle episodes that last their six guesses (``ValidGuessPolicy``), one run per (B, N),
     the points alternated round by round; a line through median time against B x N."""
-    from playprm.evaluation import run_eval
     from playprm.models.hf import HFPolicy
     from playprm.models.registry import resolve_policy
+    from playprm.play.wiring import run_eval
     from playprm.prm.scorer import PRMScorer
 
     started = time.perf_counter()
@@ -226,11 +226,11 @@ def memory(mt: workload.Multiturn, work: Path, *, episodes: int = 500, max_token
            batch_size: int = 32, first: int = 50) -> Figure:
     """Greedy multi-turn episodes played by the runner, cross-turn reuse on; RSS read from /proc/self/statm in
     its ``on_finished`` hook."""
-    from playprm import runner
-    from playprm.eval_config import default_search_settings
-    from playprm.evaluation import episode_player, guide_filter
     from playprm.models.hf import HFPolicy
     from playprm.models.registry import resolve_policy
+    from playprm.play import runner
+    from playprm.play.config import default_search_settings
+    from playprm.play.wiring import episode_player, guide_filter
 
     started = time.perf_counter()
     policy = HFPolicy(resolve_policy(str(mt.models.policy)))

@@ -259,7 +259,7 @@ def quiet() -> None:
 
 def episode_tasks(run_dir: Path, limit: int | None, games: list[str] | None = None, samples: int = 1):
     """Planned episodes (the run job's own ``plan``) of the built-in games, ``limit`` instances per experiment."""
-    from playprm.run_job import load_benchmarks, plan, prepare_games
+    from playprm.play.job import load_benchmarks, plan, prepare_games
 
     entries, instances = prepare_games(games or GAMES, False, None, limit)
     benchmarks, _ = load_benchmarks(entries)

@@ -12,7 +12,7 @@ from playprm.results.layout import TURNS_FILE
 
 def register(subparsers) -> None:
     # an option left out is left out of args: CollectSettings' own default applies (settings_from_args), so the
-    # defaults are written once, there (importing playprm.collect here would load clemcore for --help)
+    # defaults are written once, there (importing playprm.play.collect here would load clemcore for --help)
     unset = argparse.SUPPRESS
     parser = subparsers.add_parser("collect", help="sample K episodes per instance, optionally branching into trees")
     parser.add_argument("--policy-model", required=True)
@@ -33,14 +33,14 @@ def register(subparsers) -> None:
 def settings_from_args(args):
     """The command line's options as CollectSettings (every field has an option of the same name; those left
     out keep the field's default)."""
-    from playprm.collect import CollectSettings
+    from playprm.play.collect import CollectSettings
 
     given = vars(args)
     return CollectSettings(**{f.name: given[f.name] for f in fields(CollectSettings) if f.name in given})
 
 
 def run(args) -> int:
-    from playprm.collect import run_collect
+    from playprm.play.collect import run_collect
 
     run_dir, summary = run_collect(args.policy_model, args.games, args.game_all, args.games_dir, args.limit,
                                    args.results_dir, settings_from_args(args))

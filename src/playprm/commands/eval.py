@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import fields
 from pathlib import Path
 
-from playprm.eval_config import MODES, SAMPLING_TEMPERATURE, SCORERS, EvalConfig, field_defaults, parse_shard
+from playprm.play.config import MODES, SAMPLING_TEMPERATURE, SCORERS, EvalConfig, field_defaults, parse_shard
 from playprm.search.base import AGGREGATES
 from playprm.search.modes import mode_help
 from playprm.search.selection import SELECTION_HELP, SELECTIONS
@@ -69,7 +69,7 @@ def config_from_args(args) -> EvalConfig:
 
 
 def run(args) -> int:
-    from playprm.evaluation import run_eval
+    from playprm.play.wiring import run_eval
 
     run_dir, summary = run_eval(config_from_args(args))
     print(f"results: {run_dir}")

@@ -39,7 +39,7 @@ def run(args) -> int:
         path = write_plan(args.workdir)
         print(f"wrote the qwen3.5-27b plan to {path}; start with: bash {path / 'run_all.sh'}")
         return 0
-    from playprm.cli import build_parser
+    from playprm.commands import build_parser
     from playprm.pipeline.stages import run_steps
 
     parser = build_parser()  # each stage is a playprm command, parsed as the command line parses it

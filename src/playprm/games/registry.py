@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 
 from playprm import atomic
 from playprm.errors import UsageError
-from playprm.names import check_component
 from playprm.results.layout import instance_folder
+from playprm.results.names import check_component
 
 if TYPE_CHECKING:
     from clemcore.clemgame import GameSpec

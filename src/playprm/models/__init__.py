@@ -1,5 +1,5 @@
 """Policy backends behind one interface (``models.base.Policy``) and the registry that resolves them; the
-scripted players of the built-in games load beside them in ``playprm.players``."""
+scripted players of the built-in games load beside them in ``playprm.play.players``."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def _load(spec: PolicySpec) -> Policy:
         from playprm.models.openai_policy import OpenAIPolicy
 
         return OpenAIPolicy(spec)
-    raise ValueError(f"unknown backend {spec.backend!r} (the built-in games' players load in playprm.players)")
+    raise ValueError(f"unknown backend {spec.backend!r} (the built-in games' players load in playprm.play.players)")
 
 
 __all__ = ["Candidate", "Policy", "PolicySpec", "load_policy"]

@@ -19,8 +19,8 @@ import logging
 
 import torch
 
-from playprm import chat, prefix_cache
-from playprm.models import gguf, replies
+from playprm import chat
+from playprm.models import gguf, prefix_cache, replies
 from playprm.models.base import Candidate, PolicySpec
 from playprm.models.loading import pretrained_loading
 from playprm.transformers_runtime import cache_kwargs, left_padded, output_cache, repeat_rows, select_rows

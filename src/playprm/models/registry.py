@@ -16,7 +16,7 @@ from pathlib import Path
 from playprm.errors import UsageError
 from playprm.models import gguf
 from playprm.models.base import PolicySpec
-from playprm.names import check_component
+from playprm.results.names import check_component
 
 logger = logging.getLogger(__name__)
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from playprm.eval_config import SAMPLING_TEMPERATURE, EvalConfig, field_defaults
+from playprm.play.config import SAMPLING_TEMPERATURE, EvalConfig, field_defaults
 
 CARD = field_defaults(EvalConfig)  # eval's defaults, the model card's inference settings: flags spelt from them
 POLICY = "small-sft"  # the registry name train-sft gives the policy (model_registry.json of the work directory)

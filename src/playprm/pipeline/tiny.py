@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from playprm.eval_config import EvalConfig, field_defaults
+from playprm.play.config import EvalConfig, field_defaults
 
 TINY_GAMES = ["--game-all", "--limit", "2"]
 

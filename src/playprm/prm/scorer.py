@@ -3,7 +3,7 @@
 Each context is encoded once; its KV cache is repeated for the N candidates, and only the candidate tokens
 (plus the end-of-turn token, where the head is read) go through the model a second time. For 8 candidates of
 ~32 tokens after a ~1000-token context this is close to the cost of scoring one (see BENCHMARKS.md), where
-the naive way costs ~8x. Across an episode's turns the context's state is kept (``playprm.prefix_cache``), so a
+the naive way costs ~8x. Across an episode's turns the context's state is kept (``playprm.models.prefix_cache``), so a
 turn encodes only what was added since the last one. ``score_naive`` keeps the plain full-sequence path for correctness tests.
 
 The strategies call ``score_candidates`` (``search.scorers.Scorer``, the interface of every scorer); the PRM reads
@@ -18,7 +18,8 @@ from pathlib import Path
 
 import torch
 
-from playprm import chat, prefix_cache
+from playprm import chat
+from playprm.models import prefix_cache
 from playprm.models.base import Candidate
 from playprm.search.scorers import ScoreStats, score_by_text
 from playprm.transformers_runtime import select_rows

@@ -11,7 +11,7 @@
 
 The other scorers live with what they know: ``prm.scorer.PRMScorer`` (the trained PRM) and
 ``games.builtin.expert.ExpertScorer`` (the built-in games' programmatic expert, an upper bound); the ``--scorer``
-table ``playprm.players.SCORER_KINDS`` names them all.
+table ``playprm.play.players.SCORER_KINDS`` names them all.
 """
 
 from __future__ import annotations

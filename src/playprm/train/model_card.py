@@ -445,7 +445,7 @@ def usage_prm(run: RunFiles) -> str:
 
 def card_flags(*, beam: bool = False) -> str:
     """The eval flags of the card's PRM-guided inference, spelt from eval's own defaults (``EvalConfig``)."""
-    from playprm.eval_config import SAMPLING_TEMPERATURE, EvalConfig, field_defaults
+    from playprm.play.config import SAMPLING_TEMPERATURE, EvalConfig, field_defaults
 
     card = field_defaults(EvalConfig)
     flags = f"--n-candidates {card['n_candidates']}"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from playprm.eval_config import EvalConfig
+from playprm.play.config import EvalConfig
 from playprm.search import greedy
 from playprm.search.base import SearchSettings
 from playprm.search.modes import MODES
@@ -76,11 +76,11 @@ def episode_player(mode: str, policy, scorer, settings: SearchSettings, is_guide
 
 def run_eval(cfg: EvalConfig, *, policy=None, scorer=None, progress: bool = True):
     """Validate everything, then load models and play; returns (run_dir, RunSummary)."""
-    from playprm import runner
     from playprm.models.registry import resolve_policy
     from playprm.models.vllm_policy import check_installed
-    from playprm.players import load_policy, load_scorer
-    from playprm.run_job import open_run, prepare_games
+    from playprm.play import runner
+    from playprm.play.job import open_run, prepare_games
+    from playprm.play.players import load_policy, load_scorer
     from playprm.transformers_runtime import choose_cpu_threads
 
     cfg.validate()

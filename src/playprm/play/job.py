@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from playprm import atomic, run_lock
+from playprm import atomic
 from playprm.episode import EpisodeTask
 from playprm.errors import UsageError
-from playprm.names import check_component, check_inside
+from playprm.play import lock as run_lock
 from playprm.results.layout import EXPERIMENT_FILE, RUN_FILE, instance_folder
+from playprm.results.names import check_component, check_inside
 from playprm.results.run_record import RunRecord, claim_fingerprint, run_fingerprint
 
 logger = logging.getLogger(__name__)

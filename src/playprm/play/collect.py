@@ -17,13 +17,14 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from playprm import atomic, runner
+from playprm import atomic
 from playprm.episode import Episode
 from playprm.errors import UsageError
 from playprm.models.base import clean_candidates
+from playprm.play import runner
+from playprm.play.job import open_run, prepare_games
 from playprm.results.layout import TREES_DIR, TURNS_FILE, sample_folder
 from playprm.results.staging import clean_staging
-from playprm.run_job import open_run, prepare_games
 from playprm.search.base import Choice, SeedStream
 
 
@@ -69,7 +70,7 @@ def run_collect(policy_model: str, games: list[str], game_all: bool, games_dir: 
     RunSummary)."""
     from playprm.models.registry import resolve_policy
     from playprm.models.vllm_policy import check_installed
-    from playprm.players import load_policy
+    from playprm.play.players import load_policy
     from playprm.transformers_runtime import choose_cpu_threads
 
     settings.validate()

@@ -11,7 +11,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 
 from playprm.errors import UsageError
-from playprm.players import SCORERS
+from playprm.play.players import SCORERS
 from playprm.search.base import AGGREGATES, SearchSettings
 from playprm.search.modes import MODES as DECODING_MODES
 from playprm.search.modes import DecodingMode
