@@ -2,7 +2,9 @@
 # Offline install for a GPU node: on a machine that reaches PyPI, download into one folder every wheel that a
 # node whose Python already has PyTorch and the usual image packages needs to run playprm and its GPU check
 # (playprm's own wheel, clemcore, TRL, datasets, bitsandbytes, nltk, english-words, ... and their dependencies),
-# for the node's Python version and platform. Copy the folder to the node, then install with no network:
+# for the node's Python version and platform. A package the node has is brought too when playprm's dependencies
+# need another version of it (clemcore needs pandas<3, datasets huggingface-hub<2); PyTorch and its CUDA libraries
+# never are. Copy the folder to the node, then install with no network:
 #   python3 -m pip install --no-index --no-deps DIR/*.whl
 # (--no-deps: the folder is the whole closure; pip then never tries to reach an index or replace the node's torch).
 #
@@ -12,6 +14,7 @@
 #   PLATFORMS       wheel platform tags the node accepts (default: manylinux_2_28 ... _2_17 and 2014, x86_64)
 #   NODE_PACKAGES   what the node's Python already has; these and everything they depend on are left out
 #                   (default: torch transformers peft accelerate numpy pandas matplotlib safetensors tokenizers)
+#   NODE_FREEZE     the node's `pip freeze` output (a file): its real versions instead of NODE_PACKAGES' latest
 #   EXTRA_PACKAGES  more requirements to bring (default: bitsandbytes, for the 4-bit QLoRA steps)
 #   PYTHON          the Python that runs pip here (default: python3)
 # Prints the folder's size at the end. Wheels (*.whl) are ignored by git.
@@ -34,9 +37,11 @@ for platform in "${platforms[@]}"; do target+=(--platform "$platform"); done
 pip() { PIP_FIND_LINKS= PIP_CONSTRAINT= "$python" -m pip --disable-pip-version-check "$@"; }
 
 echo "playprm's wheel"
+had_build=$([ -e "$repo/build" ] && echo yes || true)
 rm -f "$dir"/playprm-*.whl
 pip wheel --no-deps --no-build-isolation -q -w "$dir" "$repo" 2>/dev/null || pip wheel --no-deps -q -w "$dir" "$repo"
 wheel=$(ls "$dir"/playprm-*.whl)
+[ -n "$had_build" ] || rm -rf "$repo/build"  # setuptools' scratch folder from the build above
 
 # What pip would install on the node for each set, resolved for its Python and platform (metadata only). A
 # dependency published only as source (clemcore's pylatex) cannot be resolved for another platform: it is built
@@ -60,8 +65,12 @@ resolve() {  # resolve REPORT REQUIREMENT...
 }
 echo "resolving playprm ${extra[*]} for cp${version/./} on ${platforms[0]}"
 resolve "$work/need.json" "$wheel" "${extra[@]}"
-echo "resolving what the node has: ${node[*]}"
-resolve "$work/node.json" "${node[@]}"
+if [ -n "${NODE_FREEZE:-}" ]; then
+  cp "$NODE_FREEZE" "$work/node.json"
+else
+  echo "resolving what the node has: ${node[*]}"
+  resolve "$work/node.json" "${node[@]}"
+fi
 
 # the packages to bring: needed, not on the node; wheels built above are copied, the others downloaded
 "$python" "$repo/scripts/gpu_wheels_select.py" "$work/need.json" "$work/node.json" "$work/built" "$dir" \

@@ -1,5 +1,5 @@
-"""Part of scripts/gpu_wheels.sh: from two ``pip install --report`` files (what playprm needs, what the node has),
-the packages to bring to the node.
+"""Part of scripts/gpu_wheels.sh: from ``pip install --report`` files (what playprm needs; what the node has, or
+its ``pip freeze``), the packages to bring to the node.
 
   gpu_wheels_select.py NEED.json NODE.json BUILT_DIR DIR   copies wheels built in BUILT_DIR to DIR and prints
                                                             ``name==version`` for each one to download
@@ -20,13 +20,27 @@ def canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def to_bring(need_report: str, node_report: str) -> dict[str, dict]:
-    """Items of the first report whose package the second does not install (playprm's own wheel aside)."""
-    def installs(path):
-        return {canonical(item["metadata"]["name"]): item for item in json.loads(Path(path).read_text())["install"]}
+# never brought: the node's own PyTorch build and the CUDA libraries that come with it
+NEVER = re.compile(r"^(torch|triton|nvidia-.*|cuda-.*)$")
 
-    need, node = installs(need_report), installs(node_report)
-    return {name: item for name, item in sorted(need.items()) if name not in node and name != "playprm"}
+
+def node_versions(path: str) -> dict[str, str]:
+    """``{package: version}`` of the node: a ``pip install --report`` file (what pip would install there today),
+    or the node's ``pip freeze`` output."""
+    text = Path(path).read_text()
+    if text.lstrip().startswith("{"):
+        return {canonical(item["metadata"]["name"]): item["metadata"]["version"] for item in json.loads(text)["install"]}
+    pins = (line.split("==", 1) for line in text.splitlines() if "==" in line and not line.startswith("#"))
+    return {canonical(name): version.strip() for name, version in pins}
+
+
+def to_bring(need_report: str, node: str) -> dict[str, dict]:
+    """Items of the need report that the node lacks, or has at another version than playprm's dependencies resolve
+    to (clemcore wants pandas<3, datasets huggingface-hub<2, ...); never PyTorch, never playprm's own wheel."""
+    need = {canonical(item["metadata"]["name"]): item for item in json.loads(Path(need_report).read_text())["install"]}
+    have = node_versions(node)
+    return {name: item for name, item in sorted(need.items())
+            if name != "playprm" and not NEVER.match(name) and have.get(name) != item["metadata"]["version"]}
 
 
 def main(argv: list[str]) -> int:
