@@ -71,9 +71,6 @@ def test_the_benchmark_tokenizer_needs_no_word_list_and_prompts_need_no_clemcore
     from playprm import chat
     from playprm.bench import gpu
 
-    find_spec = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "english_words" else find_spec(name, *a))
     monkeypatch.setitem(sys.modules, "english_words", None)  # importing it now raises ImportError
     monkeypatch.setitem(sys.modules, "clemcore.backends.utils", None)
     tokenizer = gpu.bench_tokenizer(512)

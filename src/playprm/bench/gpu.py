@@ -62,12 +62,13 @@ def made_up_words(count: int = 40000) -> list[str]:
 def bench_tokenizer(base_vocab: int = 2048):
     """make-tiny's tokenizer (trained here, Qwen-style chat template) on English words where the english-words
     package is installed, else on made-up words (a GPU image lacks it; the benchmarks need only token ids)."""
-    import importlib.util
-
     from playprm.models import tiny
 
-    words = None if importlib.util.find_spec("english_words") else made_up_words()
-    return tiny.build_tokenizer(base_vocab, words=words)
+    try:
+        import english_words  # noqa: F401
+    except ImportError:
+        return tiny.build_tokenizer(base_vocab, words=made_up_words())
+    return tiny.build_tokenizer(base_vocab)
 
 
 def padded_tokenizer(vocab_size: int, base_vocab: int = 2048):
