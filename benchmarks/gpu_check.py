@@ -299,7 +299,7 @@ def main() -> int:
     steps = {"train": lambda s, t: train_step(s, t), "inference": lambda s, t: inference_step(s, t, args.model),
              "decode": lambda s, t: decode_step(s, t, args.model),
              "dpo": dpo_step, "train-27b": lambda s, t: train_step(s, t, "--no-card-layout", "--qwen35-27b")}
-    caps = {"train": 150, "inference": 100, "decode": 100, "dpo": 100, "train-27b": 1e9}
+    caps = {"train": 200, "inference": 90, "decode": 90, "dpo": 90, "train-27b": 1e9}  # seconds, within --budget
     results: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="playprm-gpu-check-") as folder:
         for name in args.steps:
