@@ -3,4 +3,4 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 TOKENIZERS_PARALLELISM=false
 PYTHON=${PYTHON:-python3}
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
+if command -v nvidia-smi > /dev/null; then nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true; fi

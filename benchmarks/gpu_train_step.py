@@ -238,18 +238,20 @@ def main() -> int:
     parser.add_argument("--qwen3-8b", action="store_true", help="also the Qwen3-8B-shaped model (plain attention)")
     parser.add_argument("--qwen35-27b", action="store_true",
                         help="also the Qwen3.5-27B-shaped text model (needs ~50 GiB of free disk)")
+    parser.add_argument("--no-card-layout", action="store_true",
+                        help="leave out the ~2.4B Qwen3.5-layout model (benchmarks/gpu_check.py times it apart)")
     args = parser.parse_args()
     check_environment()
 
     import torch
 
     from playprm.atomic import write_json
-    from playprm.models.tiny import build_tokenizer
 
     print(f"device: {torch.cuda.get_device_name(0)}, "
           f"{torch.cuda.get_device_properties(0).total_memory / 2**30:.0f} GiB", flush=True)
-    tokenizer = build_tokenizer(2048)  # only its pad token is used: the data are token ids already
-    models = [("Qwen3.5-layout-2.4B", *QWEN35_2B)] + ([("Qwen3-8B", *QWEN3_8B)] if args.qwen3_8b else []) \
+    tokenizer = gpu.bench_tokenizer()  # only its pad token is used: the data are token ids already
+    models = ([] if args.no_card_layout else [("Qwen3.5-layout-2.4B", *QWEN35_2B)]) \
+        + ([("Qwen3-8B", *QWEN3_8B)] if args.qwen3_8b else []) \
         + ([("Qwen3.5-27B", *QWEN35_27B)] if args.qwen35_27b else [])
     results = []
     with tempfile.TemporaryDirectory(prefix="playprm-bench-") as scratch:

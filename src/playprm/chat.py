@@ -14,10 +14,13 @@ def clemcore_messages(messages: list[dict]) -> list[dict]:
     """The messages as clemcore's backends pass them to a model: an empty leading system message dropped and
     consecutive messages of one role joined by a blank line (``ensure_alternating_roles``, which every clemcore
     backend applies; a game's ``initial_prompt`` reaches the model this way, merged with the first context)."""
+    plain = [{"role": m["role"], "content": m["content"]} for m in messages]
+    leading_empty_system = bool(plain) and plain[0]["role"] == "system" and not plain[0]["content"]
+    if not leading_empty_system and all(a["role"] != b["role"] for a, b in zip(plain, plain[1:])):
+        return plain  # what clemcore returns for these; not importing it keeps it off the GPU benchmarks' path
     from clemcore.backends.utils import ensure_alternating_roles
 
-    plain = [{"role": m["role"], "content": m["content"]} for m in messages]
-    return ensure_alternating_roles(plain) if plain else plain
+    return ensure_alternating_roles(plain)
 
 
 def prompt_text(tokenizer, messages: list[dict], chat_template_kwargs: dict | None = None) -> str:

@@ -52,25 +52,29 @@ DEFAULT_MODEL = "qwen3.5-2b"  # the card's architecture
 H200_BANDWIDTH = 4.8e12  # bytes/s, the vendor's HBM3e figure
 
 
-def _synthetic_corpus() -> list[str]:
-    """Letter strings and game-like lines, for machines without the english-words package."""
+def made_up_words(count: int = 40000) -> list[str]:
+    """Letter strings of English-like letter frequencies, a word list for machines without english-words."""
     rng = random.Random(0)
     letters = "etaoinshrdlcumwfgypbvkjxqz"
-    words = ["".join(rng.choices(letters, k=rng.randint(2, 9))) for _ in range(40000)]
-    lines = [" ".join(words[i:i + 40]) for i in range(0, len(words), 40)]
-    return lines + ["GUESS: house EXPLANATION: common letters", "CLUE: a place to live. GUESS: home"] * 20
+    return ["".join(rng.choices(letters, k=rng.randint(2, 9))) for _ in range(count)]
 
 
-def padded_tokenizer(vocab_size: int, base_vocab: int = 2048):
-    """make-tiny's tokenizer (trained here, Qwen-style chat template), padded with special tokens to
-    ``vocab_size`` so that every id a real-size random model samples decodes."""
+def bench_tokenizer(base_vocab: int = 2048):
+    """make-tiny's tokenizer (trained here, Qwen-style chat template) on English words where the english-words
+    package is installed, else on made-up words (a GPU image lacks it; the benchmarks need only token ids)."""
     from playprm.models import tiny
 
     try:
         import english_words  # noqa: F401
-    except ImportError:  # the GPU image has no english-words; train the same BPE on made-up words instead
-        tiny._tokenizer_corpus = _synthetic_corpus
-    tokenizer = tiny.build_tokenizer(base_vocab)
+    except ImportError:
+        return tiny.build_tokenizer(base_vocab, words=made_up_words())
+    return tiny.build_tokenizer(base_vocab)
+
+
+def padded_tokenizer(vocab_size: int, base_vocab: int = 2048):
+    """``bench_tokenizer``, padded with special tokens to ``vocab_size`` so that every id a real-size random
+    model samples decodes."""
+    tokenizer = bench_tokenizer(base_vocab)
     missing = vocab_size - len(tokenizer)
     if missing > 0:
         tokenizer.add_tokens([f"<|pad_{i}|>" for i in range(missing)], special_tokens=True)

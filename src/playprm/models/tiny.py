@@ -74,11 +74,16 @@ class TinySize:
         return types
 
 
-def _tokenizer_corpus() -> list[str]:
-    """Text the tokenizer is trained on: game-like prompts and many English words."""
+def english_words() -> list[str]:
+    """The English words (gcide, lower case, letters only) the tiny tokenizers are trained on."""
     from english_words import get_english_words_set
 
-    words = sorted(get_english_words_set(["gcide"], lower=True, alpha=True))
+    return sorted(get_english_words_set(["gcide"], lower=True, alpha=True))
+
+
+def _tokenizer_corpus(words: list[str] | None = None) -> list[str]:
+    """Text the tokenizer is trained on: game-like prompts and many words (default: ``english_words()``)."""
+    words = english_words() if words is None else words
     lines = [" ".join(words[i : i + 40]) for i in range(0, len(words), 40)]
     lines += [
         "GUESS: house EXPLANATION: common letters",
@@ -94,9 +99,11 @@ def _tokenizer_corpus() -> list[str]:
 CORPUS_PIECES = r"(?<!\S)\S(?: \S)+(?!\S)|\n"
 
 
-def build_tokenizer(vocab_size: int, extra_special: list[str] = (), corpus: list[str] | None = None):
+def build_tokenizer(vocab_size: int, extra_special: list[str] = (), corpus: list[str] | None = None,
+                    words: list[str] | None = None):
     """Train a byte-level BPE tokenizer here (no download) and wrap it for transformers: on English words split
-    at spaces, or with ``corpus`` on those texts (and the words) split into ``CORPUS_PIECES``."""
+    at spaces, or with ``corpus`` on those texts (and the words) split into ``CORPUS_PIECES``. ``words`` replaces
+    the English words (the GPU benchmarks pass made-up ones, so they run without the english-words package)."""
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -115,7 +122,7 @@ def build_tokenizer(vocab_size: int, extra_special: list[str] = (), corpus: list
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    tokenizer.train_from_iterator([*(corpus or []), *_tokenizer_corpus()], trainer=trainer)
+    tokenizer.train_from_iterator([*(corpus or []), *_tokenizer_corpus(words)], trainer=trainer)
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tokenizer,
         eos_token="<|im_end|>",
