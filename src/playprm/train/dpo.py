@@ -25,7 +25,6 @@ from playprm.errors import UsageError
 from playprm.train.base_model import BaseModel
 from playprm.train.dataset_files import messages_problem, read_splits
 from playprm.train.run_dir import (
-    METRICS_FILE,
     check_batch_fits,
     checkpoint_to_resume,
     run_summary,
@@ -143,12 +142,9 @@ def train_dpo(config, start: StartPolicy, data_dir: Path, *, resume: bool = Fals
     from datasets import Dataset
     from transformers import AutoModelForCausalLM
 
-    from playprm.atomic import write_json
-    from playprm.models.registry import write_registry_entry
-    from playprm.models.replies import default_eos_to_cull
     from playprm.train.base_model import import_gguf_base, load_base_model
     from playprm.train.qlora import lora_config
-    from playprm.train.sft import full_weight_trainer, load_tokenizer, registry_entry
+    from playprm.train.sft import full_weight_trainer, load_tokenizer, save_policy_run
 
     if config.full_weights and start.adapter is not None:
         raise UsageError(f"--full-weights trains a whole model, but --model is the LoRA adapter {start.adapter}; "
@@ -203,17 +199,5 @@ def train_dpo(config, start: StartPolicy, data_dir: Path, *, resume: bool = Fals
     unwrapped = trainer.accelerator.unwrap_model(trainer.model)
     if REFERENCE_ADAPTER in getattr(unwrapped, "peft_config", {}):
         unwrapped.delete_adapter(REFERENCE_ADAPTER)  # the reference is the starting adapter, already on disk
-    trainer.save_model(str(output_dir))
-    if main_process:
-        name = config.model_name or output_dir.resolve().name
-        entry = registry_entry(name, base.model_id, output_dir, load_in_4bit=bool(config.load_in_4bit),
-                               chat_template_kwargs=template_kwargs, eos_to_cull=default_eos_to_cull(tokenizer),
-                               full_weights=config.full_weights)
-        write_registry_entry(output_dir, entry)
-        write_json(output_dir / METRICS_FILE, metrics)
-        from playprm.train.model_card import write_run_card
-
-        # last: it replaces the README.md cards that TRL and PEFT's save_model wrote
-        write_run_card(output_dir, kind="dpo", trainer=trainer, config=config, base=base, data_dir=data_dir,
-                       chat_template_kwargs=template_kwargs)
+    save_policy_run(trainer, config, base, tokenizer, template_kwargs, metrics, data_dir=data_dir, kind="dpo")
     return metrics
