@@ -29,7 +29,7 @@ def register(subparsers) -> None:
                              "best-of-4 wins, then evaluated greedy as sft-round2-greedy)")
     parser.add_argument("--dpo", action="store_true",
                         help="small and smol presets: add SFT + DPO greedy rows (preference pairs from the policy's own "
-                             "branched rollouts, train-dpo, greedy play), about 11 more minutes on the small preset")
+                             "branched rollouts, train-dpo, greedy play), about 17 more minutes on the small preset (2 shared cores)")
     parser.set_defaults(func=run)
 
 
