@@ -103,11 +103,11 @@ def candidate_pairs(scan: ResultsScan, min_gap: float, dataset: PreferenceDatase
             index = logged[log.get("player")]
             logged[log.get("player")] += 1
             turn = player_turns[index] if index < len(player_turns) else None
-            played = log["candidates"][log["chosen"]]["text"] if isinstance(log.get("chosen"), int) else None
+            candidates, chosen = log.get("candidates") or [], log.get("chosen")
+            played = candidates[chosen].get("text") if isinstance(chosen, int) and 0 <= chosen < len(candidates) else None
             # the logged turn must be the recorded one (the same reply played), or its context is another's
             if len(scored) < 2 or turn is None or not turn.context or turn.response.strip() != str(played).strip():
                 continue
-            context = turn.context
             best, worst = max(scored, key=scored.get), min(scored, key=scored.get)
             if scored[best] - scored[worst] < min_gap or scored[best] == scored[worst]:
                 dataset.below_gap += 1
@@ -115,7 +115,8 @@ def candidate_pairs(scan: ResultsScan, min_gap: float, dataset: PreferenceDatase
             dataset.scorers[scorer] += 1
             meta = {**episode_meta(episode, players[log["player"]]), "turn": log["turn"], "scorer": scorer,
                     "oracle": scorer in ORACLE_SCORERS}
-            records.append(preference_record(context, best, worst, scored[best], scored[worst], "candidates", meta))
+            records.append(preference_record(turn.context, best, worst, scored[best], scored[worst], "candidates",
+                                             meta))
     return records
 
 
