@@ -224,3 +224,13 @@ def test_bad_inputs_are_one_line_errors_before_any_model_loads(problem, expected
     error = capsys.readouterr().err.strip()
     assert error.startswith("playprm train-dpo: error: ") and expected in error and "\n" not in error
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("recipe", sorted((REPO_ROOT / "recipes").glob("*/dpo*.yaml")),
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_dpo_recipes_name_only_known_settings(recipe):
+    from playprm.train.dpo_config import DPOTrainingConfig
+    from playprm.train.recipe import load_recipe
+
+    settings = load_recipe(recipe, DPOTrainingConfig, fixed=("model", "data"))
+    assert settings["model"] and settings["beta"] > 0
