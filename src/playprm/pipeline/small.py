@@ -45,7 +45,8 @@ class GridRow:
     n: int = 1  # candidates per turn
     scorer: str | None = None  # "prm", "logprob", "expert" (an upper bound) or None
     selection: str | None = None  # best-of-n: "argmax" (the card's) or "anchored"
-    policy: str = "sft"  # "sft" (the trained policy), "weak" (its half-way checkpoint), "base", "round2"
+    policy: str = "sft"  # "sft" (the trained policy), "weak" (its half-way checkpoint), "base", "round2", or
+    # "sft-dpo" / "weak-dpo" (either trained further by DPO)
     gated: bool = False  # --guide-games auto from the validation comparison
 
     def as_dict(self) -> dict:
@@ -80,6 +81,17 @@ class SmallPreset:
     round2_instances: int = 400  # per experiment, played by round 1's best-of-4 for round-2 SFT data
     validation_instances: int = 75  # per experiment: the split the per-game gate is decided on (not held-out)
     weak_policy: bool = True  # rows for the half-way SFT checkpoint (room above greedy for any scorer)
+    # DPO (pipeline --dpo, off by default: about 17 more minutes on 2 shared cores): each policy trained further
+    # on MC sibling pairs of its own branched rollouts, then played greedy. Won-against-lost siblings only (gap 1) and
+    # 200 steps at lr 1e-4, beta 0.1 raised the weaker policy's greedy by +11.7 [4.7, 18.5] on seed 0, where gap 0.5
+    # and 100 steps gave +6.7 [-1.0, 14.1] (BENCHMARKS.md, DPO on the small preset)
+    dpo: bool = False
+    dpo_steps: int = 200
+    dpo_batch: int = 16
+    dpo_learning_rate: float = 1e-4
+    dpo_beta: float = 0.1
+    dpo_min_gap: float = 1.0
+    dpo_weak_instances: int = 500  # per experiment: the weaker policy's own branched rollouts for its pairs
 
     def rows(self, prm: str = "prm", gate: str = "validation/paired.json") -> list[GridRow]:
         """The evaluation grid on held-out instances (base greedy and round 2 come with their own stages), the
@@ -169,6 +181,8 @@ class SmallPreset:
         steps += [(f"eval {row.name}", ["eval", "--policy-model", policies[row.policy], *row.flags, *eval_common,
                                         "--results-dir", w(f"results/{row.name}")])
                   for row in self.rows(w("prm"), w("validation/paired.json"))]
+        if self.dpo:
+            steps += self.dpo_steps_of(w, policies, games, eval_common)
         if self.rounds >= 2:
             steps += self.expert_iteration_steps(w, policy, games, eval_common)
         steps.append(("summarize", ["summarize", "--workdir", str(workdir), "--preset", "small", "--seed", str(s)]))
@@ -197,10 +211,42 @@ class SmallPreset:
                                      "--results-dir", w(f"results/{ROUND2_ROW}")]),
         ]
 
+    def dpo_steps_of(self, w, policies: dict[str, str], games: list[str],
+                     eval_common: list[str]) -> list[tuple[str, list[str]]]:
+        """SFT + DPO: pairs of sibling replies whose Monte-Carlo values differ (the trained policy's from the PRM's
+        rollouts, the weaker policy's from its own), DPO of each policy with itself as the reference (full weights,
+        as it was trained), and its greedy play on the held-out instances."""
+        steps = []
+        rollouts = {"sft": w("rollouts"), "weak": w("dpo/weak-rollouts")}
+        if self.weak_policy:
+            steps.append(("collect weak", ["collect", "--policy-model", policies["weak"], "--games-dir", w(TRAIN),
+                                           *games, "--limit", str(self.dpo_weak_instances), "--samples-per-instance",
+                                           "2", "--branch-factor", "2", "--branch-depth", "2", "--temperature", "1.0",
+                                           "--max-tokens", str(self.max_tokens), "--seed", str(self.seed),
+                                           "--results-dir", rollouts["weak"]]))
+        for kind in ("sft", "weak") if self.weak_policy else ("sft",):
+            pairs, out = w(f"dpo/{kind}-pairs"), w(f"dpo/{kind}-dpo")
+            steps += [
+                (f"pref-data {kind}", ["pref-data", "--results-dir", rollouts[kind], "--min-gap",
+                                       str(self.dpo_min_gap), "--out", pairs]),
+                (f"train-dpo {kind}", ["train-dpo", "--model", policies[kind], "--data", pairs, "--output-dir", out,
+                                       "--full-weights", "true", "--max-steps", str(self.dpo_steps),
+                                       "--per-device-train-batch-size", str(self.dpo_batch), "--effective-batch-size",
+                                       str(self.dpo_batch), "--per-device-eval-batch-size", str(2 * self.dpo_batch),
+                                       "--learning-rate", str(self.dpo_learning_rate), "--beta", str(self.dpo_beta),
+                                       "--eval-steps", "0.5", "--save-steps", "0.5", "--logging-steps", "10",
+                                       "--activation-checkpointing", "false", "--seed", str(self.seed),
+                                       "--model-name", f"{POLICY}-{kind}-dpo"]),
+                (f"eval {kind}-dpo-greedy", ["eval", "--policy-model", out, *eval_common,
+                                             "--results-dir", w(f"results/{kind}-dpo-greedy")]),
+            ]
+        return steps
+
     def grid(self) -> list[GridRow]:
         """Every row the summary may find under ``results/``, in table order: base greedy, the evaluation grid,
         and round 2's greedy row (present only after ``--rounds 2``)."""
-        return [GridRow("base-greedy", policy="base"), *self.rows(), GridRow(ROUND2_ROW, policy="round2")]
+        return [GridRow("base-greedy", policy="base"), *self.rows(), GridRow(ROUND2_ROW, policy="round2"),
+                *DPO_ROWS]
 
 
 def best_of_row(n: int, scorer: str, selection: str, prm: str, gate: str, *, policy: str = "sft", prefix: str = "sft",
@@ -224,6 +270,7 @@ TRAIN = "splits/train"
 VALIDATION = "splits/validation"  # the per-game gate's split: shares no instance with train or held-out
 
 ROUND2_ROW = "sft-round2-greedy"  # expert iteration (--rounds 2)
+DPO_ROWS = (GridRow("sft-dpo-greedy", policy="sft-dpo"), GridRow("weak-dpo-greedy", policy="weak-dpo"))  # --dpo
 
 # the paired comparisons RESULTS.md shows (rows of the grid); the round-2 ones where that row exists.
 # expert best-of-4 - greedy is the room any scorer has at N = 4: where its CI holds 0, no PRM can show a gain
@@ -238,4 +285,7 @@ PAIRS = [("sft-greedy", "base-greedy"), ("sft-prm-bon4", "sft-greedy"), ("sft-pr
          # the weaker policy, where any scorer has room
          ("weak-oracle-bon4", "weak-greedy"), ("weak-prm-bon4", "weak-greedy"), ("weak-prm-anchored-bon4", "weak-greedy"),
          ("weak-prm-anchored-bon4", "weak-logprob-bon4"), ("weak-logprob-bon4", "weak-greedy"),
-         (ROUND2_ROW, "sft-greedy"), (ROUND2_ROW, "sft-prm-bon4")]
+         (ROUND2_ROW, "sft-greedy"), (ROUND2_ROW, "sft-prm-bon4"),
+         # SFT + DPO (--dpo), against greedy and the PRM's best-of-4 of the same policy
+         ("sft-dpo-greedy", "sft-greedy"), ("weak-dpo-greedy", "weak-greedy"), ("sft-dpo-greedy", "sft-prm-bon4"),
+         ("weak-dpo-greedy", "weak-prm-bon4")]

@@ -32,7 +32,8 @@ POLICY = "smol-sft"  # the registry name train-sft gives the policy
 PAIRS = [("sft-greedy", "base-greedy"), ("sft-prm-bon4", "sft-greedy"), ("sft-prm-anchored-bon4", "sft-greedy"),
          ("sft-prm-anchored-bon4", "sft-prm-bon4"), ("sft-prm-bon4", "sft-logprob-bon4"),
          ("sft-prm-anchored-bon4", "sft-logprob-bon4"), ("sft-logprob-bon4", "sft-greedy"),
-         ("sft-oracle-bon4", "sft-greedy")]
+         ("sft-oracle-bon4", "sft-greedy"),
+         ("sft-dpo-greedy", "sft-greedy"), ("sft-dpo-greedy", "sft-prm-bon4")]  # with --dpo
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,12 @@ class SmolPreset:
     prm_steps: int = 24
     prm_batch: int = 4
     n: int = 4
+    # SFT + DPO (pipeline --dpo; not measured yet): the SFT adapter trained further on MC sibling pairs of its own
+    # branched rollouts, the SFT policy as the reference
+    dpo: bool = False
+    dpo_instances: int = 16  # per experiment, each played twice with one branching turn
+    dpo_steps: int = 24
+    dpo_batch: int = 4
 
     def rows(self, prm: str = "prm") -> list[GridRow]:
         """The evaluation grid on held-out instances after SFT (base greedy comes with its own stage)."""
@@ -62,7 +69,7 @@ class SmolPreset:
 
     def grid(self) -> list[GridRow]:
         """Every row the summary may find under ``results/``, in table order."""
-        return [GridRow("base-greedy", policy="base"), *self.rows()]
+        return [GridRow("base-greedy", policy="base"), *self.rows(), GridRow("sft-dpo-greedy", policy="sft-dpo")]
 
     def steps(self, workdir: Path) -> list[tuple[str, list[str]]]:
         """(stage, argv) of the whole pipeline, every path under ``workdir``."""
@@ -115,5 +122,27 @@ class SmolPreset:
                            str(self.prm_steps), "--max-length", "1024", *schedule]),
             *[(f"eval {row.name}", ["eval", "--policy-model", policy, *row.flags, *eval_common,
                                     "--results-dir", w(f"results/{row.name}")]) for row in self.rows(w("prm"))],
+            *(self.dpo_steps_of(w, policy, games, decoding, eval_common, schedule) if self.dpo else []),
             ("summarize", ["summarize", "--workdir", str(workdir), "--preset", "smol", "--seed", str(s)]),
+        ]
+
+    def dpo_steps_of(self, w, policy: str, games: list[str], decoding: list[str], eval_common: list[str],
+                     schedule: list[str]) -> list[tuple[str, list[str]]]:
+        """Branched rollouts of the SFT policy on training instances, their MC sibling pairs, DPO of the SFT adapter
+        (LoRA trained further, the SFT adapter as the reference) and its greedy play on the held-out instances."""
+        return [
+            ("collect dpo", ["collect", "--policy-model", policy, "--games-dir", w(TRAIN), *games, "--limit",
+                             str(self.dpo_instances), "--samples-per-instance", "2", "--branch-factor", "2",
+                             "--branch-depth", "1", "--temperature", "1.0", *decoding,
+                             "--results-dir", w("dpo/rollouts")]),
+            ("pref-data", ["pref-data", "--results-dir", w("dpo/rollouts"), "--min-gap", "0.5", "--val-fraction",
+                           "0.25", "--out", w("dpo/pairs")]),
+            ("train-dpo", ["train-dpo", "--model", policy, "--data", w("dpo/pairs"), "--output-dir", w("dpo/policy"),
+                           "--max-steps", str(self.dpo_steps), "--per-device-train-batch-size", str(self.dpo_batch),
+                           "--effective-batch-size", str(self.dpo_batch), "--per-device-eval-batch-size", "8",
+                           "--learning-rate", "5e-5", "--beta", "0.1", "--eval-steps", str(self.dpo_steps),
+                           "--save-steps", str(self.dpo_steps), "--max-length", "1024", *schedule,
+                           "--model-name", f"{POLICY}-dpo"]),
+            ("eval sft-dpo-greedy", ["eval", "--policy-model", w("dpo/policy"), *eval_common,
+                                     "--results-dir", w("results/sft-dpo-greedy")]),
         ]

@@ -25,6 +25,8 @@ DONE_FILES = {
     "train-sft": "model_registry.json",
     "prm-data": "README.md",
     "train-prm": "prm_config.json",
+    "pref-data": "README.md",
+    "train-dpo": "model_registry.json",
 }
 
 

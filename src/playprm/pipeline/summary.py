@@ -175,7 +175,7 @@ def plot_against_n(rows: list[dict], path: Path) -> Path:
 
 # rows drawn as single points on the compute plot (the best-of-N rows are lines), with their marker
 SINGLE_ROWS = (("sft-greedy", "s"), ("sft-sampled", "v"), ("sft-lf-beam", "D"), ("sft-round2-greedy", "P"),
-               ("sft-beam", "x"), ("sft-prm-anchored-gated-bon4", "*"))
+               ("sft-beam", "x"), ("sft-prm-anchored-gated-bon4", "*"), ("sft-dpo-greedy", "h"))
 
 
 def plot_against_tokens(rows: list[dict], path: Path) -> Path:

@@ -39,6 +39,9 @@ def is_hub_id(name: str | None) -> bool:
     return bool(name) and bool(HUB_ID.fullmatch(name)) and not Path(name).exists()
 
 
+POLICY_KINDS = ("sft", "dpo")  # runs that write a policy (the rest write a PRM)
+
+
 class RunFiles:
     """The files of one run folder, read once; missing ones read as empty."""
 
@@ -104,11 +107,11 @@ def front_matter(run: RunFiles) -> str:
     data["license"] = license_of(run)
     tags = ["playprm", "clembench", "playpen", "dialogue-games"]
     tags += ["peft", "lora"] + (["qlora"] if run.metrics.get("load_in_4bit") else []) if run.adapter else []
-    tags += ["trl", "sft"] if run.kind == "sft" else ["process-reward-model", "reward-model"]
+    tags += ["trl", run.kind] if run.kind in POLICY_KINDS else ["process-reward-model", "reward-model"]
     data["tags"] = tags
     if source.get("kind") == "hub":
         data["datasets"] = source["paths"]
-    data["pipeline_tag"] = "text-generation" if run.kind == "sft" else "text-classification"
+    data["pipeline_tag"] = "text-generation" if run.kind in POLICY_KINDS else "text-classification"
     return "---\n" + yaml.safe_dump(data, sort_keys=False, allow_unicode=True) + "---"
 
 
@@ -137,11 +140,12 @@ def model_details(run: RunFiles) -> str:
     base = run.base_model
     base_text = f"`{base}`" if is_hub_id(base) else (
         f"the local folder `{base}` (not a hub id: `playprm card --base-model-id ID` names it)")
-    kind = ("Causal LM" if run.kind == "sft" else "Process reward model (backbone + scalar head on each reply's "
+    kind = ("Causal LM" if run.kind in POLICY_KINDS else "Process reward model (backbone + scalar head on each reply's "
             "end-of-turn token)")
     peft_type = str(run.adapter.get("peft_type", "LORA")).replace("LORA", "LoRA")
     kind += f" — {peft_type} adapter (PEFT)" if run.adapter else " — full weights"
-    trainer = (f"TRL {versions.get('trl', '')} SFTTrainer" if run.kind == "sft"
+    trainer = (f"TRL {versions.get('trl', '')} {'DPOTrainer' if run.kind == 'dpo' else 'SFTTrainer'}"
+               if run.kind in POLICY_KINDS
                else f"Transformers {versions.get('transformers', '')} Trainer with playprm's PRM loss")
     lines = [
         f"- **Base model:** {base_text}",
@@ -172,7 +176,7 @@ def per_game_table(run: RunFiles) -> str:
         rows = [[game, c["train"], c["validation"]] for game, c in counts.items()]
         rows.append(["**total**", sum(c["train"] for c in counts.values()),
                      sum(c["validation"] for c in counts.values())])
-        what = "samples" if run.kind == "sft" else "records"
+        what = {"sft": "samples", "dpo": "pairs"}.get(run.kind, "records")
         return markdown_table(["game", f"train {what}", f"validation {what}"], rows)
     words = [*summary["outcome_words"], "unknown"]
     games = sorted(set(summary["seen"]) | set(summary["samples"]))
@@ -191,6 +195,14 @@ def per_game_table(run: RunFiles) -> str:
 def training_methodology(run: RunFiles) -> str:
     summary = run.summary
     steps = run.state.get("global_step", run.metrics.get("global_step"))
+    if run.kind == "dpo":
+        pipeline = [f"Build preference pairs with `playprm pref-data` (`{run.info.get('data_dir')}`; its README.md "
+                    "names the source: Monte-Carlo values of sibling replies, or a scorer's ranking of candidates).",
+                    f"Train by DPO against the starting policy as reference: {steps} optimizer steps."]
+        return "\n\n".join(["## Training methodology",
+                            "Direct preference optimisation: the policy raises the likelihood of each chosen reply "
+                            "over its rejected sibling, relative to the starting policy.", "Training pipeline:",
+                            "\n".join(f"{i}. {step}" for i, step in enumerate(pipeline, 1)), per_game_table(run)])
     if run.kind == "prm":
         what = ("The PRM learns to predict, from the context a player saw and one candidate reply, whether the "
                 f"episode goes on to succeed (loss `{run.metrics.get('loss')}`: binary cross-entropy on the turn "
@@ -234,7 +246,7 @@ def training_data(run: RunFiles) -> str:
     template = f"with `{json.dumps(kwargs)}`" if kwargs else "with no extra kwargs"
     train = sum(c["train"] for c in counts.values())
     validation = sum(c["validation"] for c in counts.values())
-    what = "samples" if run.kind == "sft" else "turn records"
+    what = {"sft": "samples", "dpo": "preference pairs"}.get(run.kind, "turn records")
     lines = [
         f"- **Source:** {_source_text(summary, run.info)}",
         f"- **Dataset folder:** `{run.info.get('data_dir')}`",
@@ -248,6 +260,10 @@ def training_data(run: RunFiles) -> str:
     else:
         lines.append(f"- **Split:** {train} train and {validation} validation {what}, as the folder holds them")
     sequences = run.metrics.get("train_sequences")
+    if run.kind == "dpo":
+        lines.append(f"- **Preprocessing:** the chat template {template}; each pair's context and replies tokenised "
+                     "as inference tokenises a turn")
+        return "## Training data\n\n" + "\n".join(lines)
     lines.append(f"- **Preprocessing:** the base model's chat template {template}, tokenised turn by turn as "
                  f"inference does; {sequences} train and {run.metrics.get('validation_sequences')} validation "
                  f"sequences of at most {run.config.get('max_length')} tokens")
@@ -307,6 +323,8 @@ def hyperparameters(run: RunFiles) -> str:
     ]
     if run.kind == "prm":
         rows.insert(0, ["Loss", metrics.get("loss")])
+    if run.kind == "dpo":
+        rows.insert(0, ["DPO loss, beta", f"{', '.join(config.get('loss_type') or ['sigmoid'])}, {metrics.get('beta')}"])
     return "## Hyperparameters\n\n" + markdown_table(["Parameter", "Value"], rows)
 
 
@@ -317,6 +335,13 @@ def results(run: RunFiles) -> str:
     by = by if by.startswith("eval_") else f"eval_{by}"  # the Trainer reads it with this prefix
     where = (f"the best checkpoint (`{Path(best).name}`, by `{by}` = {state.get('best_metric'):.4f}, loaded at the "
              "end of training)" if best else "the final weights (no best checkpoint was kept)")
+    if run.kind == "dpo":
+        rows = [[name, f"{metrics[key]:.4f}"] for name, key in (
+            ("Validation DPO loss", "validation_loss"), ("Validation reward accuracy", "validation_reward_accuracy"),
+            ("Validation reward margin", "validation_reward_margin"), ("Training loss (mean over the run)", "train_loss"))
+            if isinstance(metrics.get(key), (int, float))]
+        return "\n\n".join(["## Validation results", f"Measured on the validation pairs with {where}.",
+                            markdown_table(["Metric", "Value"], rows)])
     if run.kind == "sft":
         rows = [["Validation loss (per assistant token)", f"{metrics['validation_loss']:.4f}"],
                 ["Validation token accuracy", f"{metrics['validation_token_accuracy']:.1%}"],
@@ -358,7 +383,7 @@ def compute(run: RunFiles) -> str:
 
 
 def usage(run: RunFiles) -> str:
-    return usage_sft(run) if run.kind == "sft" else usage_prm(run)
+    return usage_sft(run) if run.kind in POLICY_KINDS else usage_prm(run)
 
 
 def _quantization_lines(run: RunFiles) -> tuple[list[str], str]:
@@ -477,6 +502,10 @@ def intro(run: RunFiles) -> str:
     counts = run.info.get("samples_per_game", {})
     train = sum(c["train"] for c in counts.values())
     games = ", ".join(counts)
+    if run.kind == "dpo":
+        return (f"A policy trained by direct preference optimisation (`playprm train-dpo`, {method(run)}) from "
+                f"`{run.metrics.get('start')}` on {train} preference pairs ({games}): two replies to one context, the "
+                "better-valued one preferred; the reference policy is the starting policy.")
     if run.kind == "sft":
         return (f"A supervised fine-tune of `{run.base_model}` ({method(run)}) on {train} winning game dialogues "
                 f"({games}), trained with `playprm train-sft`. It is the policy of PRM-guided inference: at each game turn a "

@@ -249,11 +249,12 @@ def add_run_arguments(parser, *, data_help: str, recipe_example: str) -> None:
     accept_overrides(parser)
 
 
-def prepare_run(args, config_class, command: str, explicit: dict[str, Any] | None = None):
+def prepare_run(args, config_class, command: str, explicit: dict[str, Any] | None = None, resolve=None):
     """``(config, base model, data folder)`` of a train command, all checked; prints the CPU-fallback line once.
 
     Nothing is loaded yet: the config validates the settings (``--require-cuda`` included) and ``--model`` is
-    resolved to a folder, registry entry or hub id.
+    resolved to a folder, registry entry or hub id (by ``resolve``, default ``resolve_base_model``; train-dpo's
+    also takes an adapter).
     """
     from playprm.train.base_model import resolve_base_model
     from playprm.train.qlora import cpu_fallback_note
@@ -264,7 +265,7 @@ def prepare_run(args, config_class, command: str, explicit: dict[str, Any] | Non
         **(explicit or {}),
     })
     config = build_config(config_class, settings)
-    base = resolve_base_model(str(inputs["model"]))
+    base = (resolve or resolve_base_model)(str(inputs["model"]))
     note = cpu_fallback_note(config, command)
     if note and config.process_index == 0:
         print(note)

@@ -189,9 +189,6 @@ def train_sft(config, base: BaseModel, data_dir: Path, *, resume: bool = False, 
     from trl import SFTTrainer
     from trl.trainer import utils as trl_utils
 
-    from playprm.atomic import write_json
-    from playprm.models.registry import write_registry_entry
-    from playprm.models.replies import default_eos_to_cull
     from playprm.train.base_model import import_gguf_base, load_base_model
     from playprm.train.qlora import lora_config
 
@@ -229,17 +226,30 @@ def train_sft(config, base: BaseModel, data_dir: Path, *, resume: bool = False, 
         "train_sequences": len(train.sequences),
         "validation_sequences": len(validation.sequences),
     }
-    trainer.save_model(str(output_dir))  # every process joins: DeepSpeed gathers the adapter here
-    if main_process:
-        name = config.model_name or output_dir.resolve().name
-        entry = registry_entry(name, base.model_id, output_dir, load_in_4bit=bool(config.load_in_4bit),
-                               chat_template_kwargs=template_kwargs, eos_to_cull=default_eos_to_cull(tokenizer),
-                               full_weights=config.full_weights)
-        write_registry_entry(output_dir, entry)
-        write_json(output_dir / METRICS_FILE, metrics)
-        from playprm.train.model_card import write_run_card
-
-        # last: it replaces the README.md cards that TRL and PEFT's save_model wrote
-        write_run_card(output_dir, kind="sft", trainer=trainer, config=config, base=base, data_dir=data_dir,
-                       chat_template_kwargs=template_kwargs)
+    save_policy_run(trainer, config, base, tokenizer, template_kwargs, metrics, data_dir=data_dir, kind="sft")
     return metrics
+
+
+def save_policy_run(trainer, config, base: BaseModel, tokenizer, template_kwargs: dict, metrics: dict, *,
+                    data_dir: Path, kind: str) -> None:
+    """The end of a policy run (``kind`` "sft" or "dpo"): the adapter or model, its ``model_registry.json`` entry,
+    ``metrics.json`` and the model card, in ``config.output_dir``."""
+    from playprm.atomic import write_json
+    from playprm.models.registry import write_registry_entry
+    from playprm.models.replies import default_eos_to_cull
+
+    output_dir = Path(config.output_dir)
+    trainer.save_model(str(output_dir))  # every process joins: DeepSpeed gathers the adapter here
+    if config.process_index != 0:
+        return
+    name = config.model_name or output_dir.resolve().name
+    entry = registry_entry(name, base.model_id, output_dir, load_in_4bit=bool(config.load_in_4bit),
+                           chat_template_kwargs=template_kwargs, eos_to_cull=default_eos_to_cull(tokenizer),
+                           full_weights=config.full_weights)
+    write_registry_entry(output_dir, entry)
+    write_json(output_dir / METRICS_FILE, metrics)
+    from playprm.train.model_card import write_run_card
+
+    # last: it replaces the README.md cards that TRL and PEFT's save_model wrote
+    write_run_card(output_dir, kind=kind, trainer=trainer, config=config, base=base, data_dir=data_dir,
+                   chat_template_kwargs=template_kwargs)
