@@ -151,10 +151,9 @@ class EvalConfig:
                                  f"{self.scorer} give a number")
             if self.prm_path is None:
                 return  # the missing --prm-path is reported next
-            from playprm.prm.switch_margin import margin_for
+            from playprm.prm.switch_margin import auto_margin
 
-            self.switch_margin_rule = "auto"
-            self.switch_margin = margin_for(self.prm_path, self.n_candidates)
+            self.switch_margin, self.switch_margin_rule = auto_margin(self.prm_path, self.n_candidates)
         self.switch_margin_rule = self.switch_margin_rule or "given"
 
     def _validate_gating(self, mode: DecodingMode) -> None:
