@@ -107,16 +107,6 @@ def prm_metrics(probabilities, labels, margins=None) -> dict:
 # A function of (records, scores) only, so predictions gathered from several ranks compose with it.
 
 
-def context_key(record: dict) -> tuple:
-    """The context a reply answers: game, experiment, instance, player and the messages the player saw (the
-    grouping ``prm.switch_margin`` uses too)."""
-    import json
-
-    meta = record.get("meta") or {}
-    return (meta.get("game"), meta.get("experiment"), str(meta.get("game_id")), meta.get("player"),
-            json.dumps(record["messages"], sort_keys=True))
-
-
 def sibling_pairs(records: list[dict], scores) -> list[dict]:
     """Every two different replies (by ``models.replies.move``; a repeated one counts once, as its first record) to
     one context, in a stable order: ``{"game",
@@ -128,6 +118,7 @@ def sibling_pairs(records: list[dict], scores) -> list[dict]:
     value) give the same pairs."""
     from itertools import combinations
 
+    from playprm.data.rollout_tree import context_key
     from playprm.models.replies import move
 
     groups: dict[tuple, dict[str, tuple[float, float]]] = {}
