@@ -70,3 +70,15 @@ def test_paired_sibling_difference_compares_two_scorers_on_the_same_pairs():
     assert difference["pairs"] == 5 and difference["contexts"] == 3
     assert difference["difference"] == pytest.approx(1.0 - 0.7)
     assert difference["low"] <= difference["difference"] <= difference["high"]
+
+
+def test_results_md_states_the_prms_sibling_accuracy_and_delta_over_sigma():
+    from playprm.pipeline.summary import sibling_line
+
+    records, scores = scripted()
+    metrics = sibling_metrics(records, scores)
+    line = sibling_line({key: metrics.get(f"sibling_{key}") for key in ("accuracy", "pairs", "contexts",
+                                                                         "delta_over_sigma", "games")})
+    assert "sibling accuracy 0.700 over 5 pairs (3 contexts; 0.5 is chance), Δ/σ 1.13" in line
+    assert "per game Δ/σ: a 1.41; b 0.00" in line
+    assert "not measured" in sibling_line({})  # a PRM trained before train-prm reported it
