@@ -82,3 +82,31 @@ def test_results_md_states_the_prms_sibling_accuracy_and_delta_over_sigma():
     assert "sibling accuracy 0.700 over 5 pairs (3 contexts; 0.5 is chance), Δ/σ 1.13" in line
     assert "per game Δ/σ: a 1.41; b 0.00" in line
     assert "not measured" in sibling_line({})  # a PRM trained before train-prm reported it
+
+
+def test_sibling_eval_scores_one_folders_pairs_with_every_prm_and_pairs_their_accuracies(card_models, tmp_path,
+                                                                                          capsys):
+    import json
+
+    from playprm.cli import main
+
+    data = tmp_path / "data"
+    data.mkdir()
+    records = [r for r, _ in RECORDS_AND_SCORES]
+    (data / "validation.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    prm = str(card_models["prm"])
+    assert main(["sibling-eval", "--prm-path", prm, "--prm-path", prm, "--data", str(data), "--out",
+                 str(tmp_path / "out")]) == 0
+    result = json.loads((tmp_path / "out" / "siblings.json").read_text())
+    assert result["records"] == len(records) - 1  # the reply without a sibling is not scored
+    (first,) = result["prms"].values()  # one PRM named twice: one entry
+    assert first["sibling_pairs"] == 5 and 0 <= first["sibling_accuracy"] <= 1
+    assert result["paired_accuracy_minus_first"][prm]["difference"] == 0  # the same scores on the same pairs
+    assert "sibling accuracy" in capsys.readouterr().out
+
+
+def test_sibling_eval_of_a_folder_that_is_no_prm_is_a_one_line_error(tmp_path, capsys):
+    from playprm.cli import main
+
+    assert main(["sibling-eval", "--prm-path", str(tmp_path), "--data", str(tmp_path)]) == 2
+    assert "prm_config.json" in capsys.readouterr().err
