@@ -360,7 +360,7 @@ def sibling_section(metrics: dict) -> str:
             "pairs of different replies to one context with different labels. Accuracy: share of pairs where the "
             "better-labelled reply scores higher (ties count 1/2; 50% is chance). Δ: mean score gap in its favour; "
             "σ: root mean square score gap between replies of equal label (a game without such pairs uses all "
-            "games'; – where no game has one); search width pays in proportion to (Δ/σ)².\n\n"
+            "games'; – where no game has one); the useful search width grows with (Δ/σ)² (Dalal et al. 2026).\n\n"
             + markdown_table(["game", "pairs", "sibling accuracy", "Δ", "σ", "Δ/σ"], rows))
 
 
