@@ -61,3 +61,28 @@ def test_branched_collect_writes_a_consistent_tree_that_prm_data_labels(tmp_path
                for line in (tmp_path / "prm" / name).read_text().splitlines()]
     assert len(records) == len(turns)
     assert all(r["label_kind"] == "mc" and 0 <= r["label"] <= 1 and r["n_rollouts"] >= 1 for r in records)
+
+
+def test_a_prover_plays_the_turns_after_the_branch_point_and_prm_data_names_it_an_oracle(tmp_path):
+    settings = CollectSettings(samples_per_instance=2, temperature=1.0, max_tokens=32, branch_factor=2,
+                               branch_depth=1, prover="programmatic:expert")
+    run_dir, _ = run_collect("scripted:random-valid", ["wordle"], False, None, 1, tmp_path / "r", settings,
+                             policy=RandomValidPolicy(), progress=False)
+    turns = read_turns(run_dir)
+    first, later = [t for t in turns if t["parent_id"] is None], [t for t in turns if t["parent_id"] is not None]
+    assert len(first) == 2 * 2 * 2 and later  # 2 experiments x 2 samples x 2 branches of the first guess
+    assert all("prover" not in t for t in first)  # the policy's replies, the ones labelled
+    assert all(t["prover"] == "programmatic:expert" for t in later)  # the expert continues every branch
+    assert main(["prm-data", "--results-dir", str(tmp_path / "r"), "--labels", "mc", "--out",
+                 str(tmp_path / "prm")]) == 0
+    records = [json.loads(line) for name in ("train.jsonl", "validation.jsonl")
+               for line in (tmp_path / "prm" / name).read_text().splitlines()]
+    assert sorted(r["meta"]["turn_id"] for r in records) == sorted(t["turn_id"] for t in first)
+    card = (tmp_path / "prm" / "README.md").read_text()
+    assert "`programmatic:expert`" in card and "The prover is an oracle" in card
+
+
+def test_a_prover_without_branching_is_a_usage_error(capsys):
+    assert main(["collect", "--policy-model", "scripted:random-valid", "--game", "wordle", "--prover",
+                 "programmatic:expert"]) == 2
+    assert "--prover plays the turns after a branch point" in capsys.readouterr().err

@@ -150,3 +150,22 @@ def test_mc_labels_without_a_rollout_tree_are_a_usage_error(shared_sample, tmp_p
     assert main(["prm-data", "--results-dir", str(shared_sample), "--labels", "outcome", "--out", str(out),
                  "--lose-label", "2"]) == 2
     assert not out.exists()
+
+
+def test_advantage_label_is_the_mc_value_minus_the_mean_of_the_replies_to_the_same_context(tmp_path):
+    write_tree(tmp_path / "results" / "tiny--programmatic")
+    out = tmp_path / "out"
+    assert main(["prm-data", "--results-dir", str(tmp_path / "results"), "--labels", "advantage", "--out",
+                 str(out)]) == 0
+    records = {r["meta"]["turn_id"]: r for r in records_of(out)}
+    # a (1/2) and b (2/3) answer "after crane": its value is 7/12; a1/a2 answer "after house" (1/2); b1, b2, b3
+    # "after mouse" (2/3); the root r has no sibling, so no estimate and no record
+    advantage = {"a": -1 / 12, "b": 1 / 12, "a1": 0.5, "a2": -0.5, "b1": 1 / 3, "b2": 1 / 3, "b3": -2 / 3}
+    assert set(records) == set(advantage)
+    for turn_id, value in advantage.items():
+        assert records[turn_id]["advantage"] == pytest.approx(value)
+        assert records[turn_id]["label"] == pytest.approx((1 + value) / 2)  # in [0, 1]: 0.5 = the average sibling
+        assert records[turn_id]["label_kind"] == "advantage"
+    assert records["b"]["value"] == pytest.approx(2 / 3)
+    assert len(read_lines(out / "pairs.jsonl")) == 4  # the mc pairs
+    assert "give no record: 1" in (out / "README.md").read_text()

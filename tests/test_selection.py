@@ -308,21 +308,6 @@ def test_the_turn_account_shows_the_guard_keeping_a_refused_reply_out_and_greedy
     assert (repeat.repeats, repeat.aborted_after_repeat) == (2, 1)  # greedy replays it until the game aborts
 
 
-def test_an_auto_margin_from_few_validation_contexts_is_used_with_a_warning(tmp_path, caplog):
-    rng = random.Random(1)
-    records, scores = [], []
-    for context in range(8):  # the smol preset's count: too few contexts to show the PRM's noise
-        messages = [{"role": "user", "content": f"context {context}"}]
-        for reply in range(3):
-            records.append({"messages": messages, "response": f"reply {reply}", "label": 0.5,
-                            "meta": {"game": "g", "experiment": "e", "game_id": context, "player": "Player 1"}})
-            scores.append(rng.gauss(0.5, 0.1))
-    switch_margin.write(tmp_path, records, scores)
-    with caplog.at_level("WARNING", logger="playprm.prm.switch_margin"):
-        assert switch_margin.margin_for(tmp_path, 4) > 0
-    assert "measured on 8 validation context(s)" in caplog.text and "may not hold greedy" in caplog.text
-
-
 UNKNOWN_WORD = "GUESS: xqzvt\nEXPLANATION: It looks like a word."  # five letters, not in wordle's list
 
 
@@ -380,3 +365,28 @@ def test_on_builtin_wordle_greedy_repeats_a_refused_word_until_it_aborts_and_the
     turns_md = (out / "turns.md").read_text()
     assert "| greedy | wordle | 2 | 2 | 10 | 10 | 2 |" in turns_md
     assert "| guarded | wordle | 2 | 0 | 2 | 0 | 0 |" in turns_md
+
+
+def test_auto_margin_from_fewer_contexts_than_the_minimum_plays_greedy_and_says_why(tmp_path, caplog):
+    # the smol preset's case: its PRM's validation held 8 contexts with different replies, and a margin measured
+    # there switched on a third of held-out turns and lost
+    rng = random.Random(0)
+    records, scores = [], []
+    for context in range(8):
+        for reply in range(3):
+            records.append({"messages": [{"role": "user", "content": f"context {context}"}],
+                            "response": f"reply {reply}", "label": 0.5,
+                            "meta": {"game": "g", "experiment": "e", "game_id": context, "player": "Player 1"}})
+            scores.append(rng.gauss(0.5, 0.001))
+    written = switch_margin.write(tmp_path, records, scores)
+    assert written["contexts"] == 8 < switch_margin.MIN_CONTEXTS and written["margins"]["4"] < 0.01
+    with caplog.at_level("WARNING", logger="playprm.prm.switch_margin"):
+        margin, rule = switch_margin.auto_margin(tmp_path, 4)  # what eval --switch-margin auto runs with
+    assert margin == switch_margin.GREEDY_MARGIN
+    assert rule.startswith("auto: greedy") and "8 validation context(s)" in rule  # run metadata: switch_margin_rule
+    assert "plays greedy" in caplog.text and "fewer than 30" in caplog.text
+    # with it, even a sample that scores 1 against a greedy reply scoring 0 is not played
+    policy, scorer = ListPolicy("GREEDY", ["s1", "s2", "s3"]), TableScorer({"GREEDY": 0.0, "s1": 1.0, "s2": 0.5,
+                                                                             "s3": 0.2})
+    (choice,) = best_of_n.choose([CONTEXT], policy, scorer, settings(selection="anchored", switch_margin=margin))
+    assert (choice.text, choice.switched) == ("GREEDY", False)

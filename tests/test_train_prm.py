@@ -257,7 +257,7 @@ def test_prm_recipes_name_only_known_settings(recipe):
 def test_train_prm_writes_the_switch_margin_from_sibling_replies_in_validation(card_models, tmp_path):
     # each validation context also gets the opposite reply, so validation holds two different replies per context;
     # the file's quantiles are those of the saved PRM's own scores of those records (nothing held out is read)
-    from playprm.play.config import EvalConfig, SwitchMargin
+    from playprm.play.config import EvalConfig
     from playprm.prm import switch_margin
     from playprm.prm.model import load_prm
     from playprm.prm.scorer import PRMScorer
@@ -277,6 +277,16 @@ def test_train_prm_writes_the_switch_margin_from_sibling_replies_in_validation(c
     differences, _ = switch_margin.null_differences(records, scores)
     assert written["quantiles"][-1] == pytest.approx(max(differences), abs=1e-4)
     assert written["quantiles"][0] == pytest.approx(min(differences), abs=1e-4)
+    # the sibling metrics of metrics.json and the card are those of the saved PRM's scores of the same records
+    from playprm.train.prm_metrics import sibling_metrics
+
+    metrics, expected = json.loads((tmp_path / "out" / "metrics.json").read_text()), sibling_metrics(records, scores)
+    assert metrics["validation_sibling_pairs"] == expected["sibling_pairs"] == len(validation)
+    for key in ("sibling_accuracy", "sibling_delta"):
+        assert metrics[f"validation_{key}"] == pytest.approx(expected[key], abs=1e-4)
+    assert set(metrics["validation_sibling_games"]) == {"wordle"}
+    assert "| wordle | 12 |" in (tmp_path / "out" / "README.md").read_text()  # the card's sibling table
     cfg = EvalConfig(policy_model="p", mode="best-of-n", prm_path=tmp_path / "out", games=["wordle"],
                      selection="anchored", switch_margin="auto").validate()
-    assert cfg.margin == SwitchMargin(switch_margin.margin_for(tmp_path / "out", 4), "auto")
+    # 4 validation contexts are fewer than switch_margin.MIN_CONTEXTS: auto plays greedy and says why
+    assert cfg.margin.value == switch_margin.GREEDY_MARGIN and cfg.margin.rule.startswith("auto: greedy")

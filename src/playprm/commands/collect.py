@@ -27,6 +27,10 @@ def register(subparsers) -> None:
     parser.add_argument("--results-dir", type=Path, default=Path("rollouts"))
     parser.add_argument("--seed", type=int, default=unset)
     parser.add_argument("--batch-size", type=int, default=unset, help="rollout trees in flight")
+    parser.add_argument("--prover", default=unset, metavar="MODEL",
+                        help="plays the turns after a branch point that do not branch, so a branched reply's "
+                             "Monte-Carlo value is measured under MODEL (a model folder, registry name or "
+                             "programmatic:expert, an oracle); default: the policy itself")
     parser.set_defaults(func=run, run_log="results_dir")  # clembench.log goes into the run's folder
 
 

@@ -18,8 +18,10 @@ def register(subparsers) -> None:
     )
     parser.add_argument("--results-dir", required=True, nargs="+", type=Path, metavar="DIR",
                         help="clemcore results folders or model folders (several allowed)")
-    parser.add_argument("--labels", required=True, choices=("outcome", "mc", "both"),
-                        help="outcome: episode outcome per turn; mc: Monte-Carlo estimate; both: both kinds")
+    parser.add_argument("--labels", required=True, choices=("outcome", "mc", "both", "advantage"),
+                        help="outcome: episode outcome per turn; mc: Monte-Carlo estimate; both: both kinds; "
+                             "advantage: a reply's Monte-Carlo value minus the mean of its siblings', as "
+                             "(1 + A) / 2 (what separates replies to one context)")
     parser.add_argument("--out", required=True, type=Path, help="folder for the dataset files and README.md")
     parser.add_argument("--val-fraction", type=float, default=0.1,
                         help="share of instances held out for validation (default 0.1)")
@@ -42,8 +44,8 @@ def run(args) -> int:
     for flag, value in (("--lose-label", args.lose_label), ("--abort-label", args.abort_label)):
         if not 0 <= value <= 1:
             raise UsageError(f"{flag} must be in [0, 1], got {value}")
-    trees = find_rollout_trees(args.results_dir) if args.labels in ("mc", "both") else []
-    if args.labels in ("mc", "both") and not trees:
+    trees = find_rollout_trees(args.results_dir) if args.labels != "outcome" else []
+    if args.labels != "outcome" and not trees:
         raise UsageError(
             f"--labels {args.labels} needs a rollout tree, but no turns.jsonl is in "
             f"{', '.join(map(str, args.results_dir))} or its model folders; `playprm collect` with "

@@ -8,6 +8,15 @@ A record is ``{"messages": <context the player saw>, "response": <its reply>, "l
 - ``mc`` labels come from the rollout trees of ``collect --branch-factor`` (``turns.jsonl``): the share of
   successful finished leaves below the node, over ``n_rollouts`` leaves. Siblings with different labels also
   give ``pairs.jsonl`` records ``{"messages", "chosen", "rejected", "chosen_label", "rejected_label", "meta"}``.
+- ``advantage`` labels (Setlur et al. 2024, "Rewarding Progress"): a reply's mc value minus the mean mc value of
+  every reply to the same context (its siblings and itself: the value of the context), A in [-1, 1], stored as
+  ``label = (1 + A) / 2`` so the soft-label losses and the [0, 1] scores apply unchanged (0.5: as good as the
+  average sibling) with ``"advantage": A`` and ``"value"`` (the mc value) beside it. Why: best-of-N compares replies
+  to one context, and an mc label mostly says how winnable the context is, which is the same for every sibling;
+  the advantage keeps only what separates them. A reply with no different sibling has no estimate and gives no
+  record. Pairs are those of ``mc``.
+
+Turns a prover played (``collect --prover``) are not the policy's replies: they give no record, only leaves.
 
 All files share one split by instance (see ``playprm.data.split``); pairs carry theirs in ``meta.split``.
 """
@@ -25,6 +34,7 @@ from playprm.data.records import episode_meta, instance_of
 from playprm.data.rollout_tree import (
     MonteCarloLabel,
     RolloutNode,
+    context_key,
     monte_carlo_labels,
     read_rollout_tree,
     sibling_pairs,
@@ -47,6 +57,8 @@ class PrmDataset:
     unfinished_nodes: int = 0  # tree nodes without a finished leaf below: no mc label
     unknown_leaves: int = 0  # leaves whose outcome is unknown: not counted
     replies_without_context: int = 0
+    provers: set = field(default_factory=set)  # models that played continuations in the policy's place
+    without_siblings: int = 0  # advantage labels: mc records with no different sibling reply (no record)
 
 
 UNFLAGGED = ("none", "main-score")  # --unflagged-label: what episodes whose flags name no outcome get
@@ -108,6 +120,7 @@ class TreeRecords:
     pairs: list[tuple[dict, RolloutNode, RolloutNode, MonteCarloLabel, MonteCarloLabel]]
     unfinished_nodes: int
     unknown_leaves: int
+    provers: set = field(default_factory=set)
 
 
 def tree_records(tree: Path, scan: ResultsScan, skipped: list[tuple[str, str]]) -> TreeRecords:
@@ -147,40 +160,72 @@ def tree_records(tree: Path, scan: ResultsScan, skipped: list[tuple[str, str]]) 
             "parent_id": node.parent_id, "sample": node.sample,
         }
         label = labels.get(node.turn_id)
-        if label is not None and node.context:
+        if label is not None and node.context and node.prover is None:
             records.append({"messages": node.context, "response": node.response, "label": label.value,
                             "label_kind": "mc", "n_rollouts": label.rollouts, "meta": metas[node.turn_id]})
     pairs = [(metas[chosen.turn_id], chosen, rejected, labels[chosen.turn_id], labels[rejected.turn_id])
              for chosen, rejected in sibling_pairs(nodes, labels)]
     unknown = sum(1 for node in nodes.values() if node.leaf_episode and leaf_outcome(node) is None)
-    return TreeRecords(records, pairs, unfinished_nodes=len(nodes) - len(labels), unknown_leaves=unknown)
+    pairs = [pair for pair in pairs if pair[1].prover is None and pair[2].prover is None]
+    return TreeRecords(records, pairs, unfinished_nodes=len(nodes) - len(labels), unknown_leaves=unknown,
+                       provers={node.prover for node in nodes.values() if node.prover})
 
 
 def build_prm_dataset(
     scan: ResultsScan, *, labels: str, trees: Sequence[Path] = (), val_fraction: float, seed: int,
     lose_label: float = 0.0, abort_label: float = 0.0, unflagged: str = "none",
 ) -> PrmDataset:
-    """Records of the kinds ``labels`` names ("outcome", "mc" or "both") from ``scan`` and the rollout
-    ``trees``, split by instance; pairs only with mc labels."""
+    """Records of the kinds ``labels`` names ("outcome", "mc", "both" (outcome and mc) or "advantage") from
+    ``scan`` and the rollout ``trees``, split by instance; pairs with mc and advantage labels."""
     records: list[dict] = []
     dataset = PrmDataset(train=[], validation=[], pairs=None, scan=scan, trees=list(trees))
     if labels in ("outcome", "both"):
         records, dataset.replies_without_context = outcome_records(
             scan.episodes, lose_label=lose_label, abort_label=abort_label, unflagged=unflagged)
     tree_pairs = []
-    if labels in ("mc", "both"):
+    if labels in TREE_LABELS:
         for tree in trees:
             found = tree_records(tree, scan, dataset.tree_lines_skipped)
-            records += found.records
+            if labels == "advantage":
+                advantage = advantage_records(found.records)
+                dataset.without_siblings += len(found.records) - len(advantage)
+                records += advantage
+            else:
+                records += found.records
             tree_pairs += found.pairs
             dataset.unfinished_nodes += found.unfinished_nodes
             dataset.unknown_leaves += found.unknown_leaves
+            dataset.provers |= found.provers
+    # the split hashes each instance, so advantage and mc data of the same trees hold out the same instances
     dataset.train, dataset.validation = split_by_instance(records, instance_of, val_fraction=val_fraction,
                                                           seed=seed)
-    if labels in ("mc", "both"):
+    if labels in TREE_LABELS:
         held_out = {instance_of(record) for record in dataset.validation}
         dataset.pairs = [_pair_record(*pair, held_out) for pair in tree_pairs]
     return dataset
+
+
+TREE_LABELS = ("mc", "both", "advantage")  # label kinds read from rollout trees
+
+
+def advantage_records(records: list[dict]) -> list[dict]:
+    """Advantage-labelled copies of mc ``records`` (module doc): value minus the mean value of every reply to the
+    same context; contexts with fewer than two different replies give none."""
+    from playprm.models.replies import move
+
+    groups: dict[tuple, list[dict]] = {}
+    for record in records:
+        groups.setdefault(context_key(record), []).append(record)
+    out = []
+    for members in groups.values():
+        if len({move(record["response"]) for record in members}) < 2:
+            continue
+        mean = sum(record["label"] for record in members) / len(members)
+        for record in members:
+            advantage = record["label"] - mean
+            out.append({**record, "label": (1 + advantage) / 2, "label_kind": "advantage", "advantage": advantage,
+                        "value": record["label"]})
+    return out
 
 
 def _pair_record(meta: dict, chosen: RolloutNode, rejected: RolloutNode, chosen_label: MonteCarloLabel,
@@ -240,8 +285,26 @@ def prm_card(dataset: PrmDataset, *, sources: Sequence[Path], labels: str, val_f
                     "games, or Success and Lose both set) give no records (`--unflagged-label main-score` labels "
                     "them by Main Score). ")
             + f"Replies with no context before them (left out): {dataset.replies_without_context}.")
-    if labels in ("mc", "both"):
+    if labels in TREE_LABELS:
         parts.append(tree_section(dataset))
+    if labels == "advantage":
+        parts.append(
+            "## Advantage labels\n\nA reply's label is (1 + A) / 2 with A its Monte-Carlo value minus the mean "
+            "Monte-Carlo value of every reply to the same context (game, experiment, instance, player and the "
+            "messages it saw; the reply itself included): what separates it from its siblings, not how winnable "
+            "the context is (Setlur et al. 2024). 0.5: as good as the average sibling. `advantage` and `value` "
+            "(the Monte-Carlo value) are in every record. Replies with no different sibling have no estimate and "
+            f"give no record: {dataset.without_siblings}.")
+    if dataset.provers:
+        names = ", ".join(f"`{name}`" for name in sorted(dataset.provers))
+        oracle = any(name.startswith("programmatic:") for name in dataset.provers)
+        parts.append(
+            f"## Prover\n\nThe turns after each branch point that did not branch were played by {names} "
+            "(`collect --prover`), not by the policy: every Monte-Carlo value is a reply's chance of success when "
+            "that prover continues. Those turns give no record. "
+            + ("**The prover is an oracle**: the programmatic expert plays by the game's rules and its hidden "
+               "state, so these values measure a reply under an expert continuation, not under the policy, and no "
+               "policy could reach them." if oracle else ""))
     return "\n\n".join(parts) + "\n"
 
 

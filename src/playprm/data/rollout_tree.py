@@ -4,7 +4,8 @@
 
     {"turn_id", "parent_id" (null at the root), "game", "experiment", "game_id", "sample", "player",
      "game_role", "turn", "context": [messages], "response",
-     "leaf_episode": "<episode dir relative to the model folder>" | null, "outcome": "success"|"lose"|"aborted"|null}
+     "leaf_episode": "<episode dir relative to the model folder>" | null, "outcome": "success"|"lose"|"aborted"|null,
+     "prover": <model> (only on turns a prover played, ``collect --prover``)}
 
 A branched state has several children with the same parent; a node with ``leaf_episode`` is the last turn
 of a finished episode. The Monte-Carlo label of a node is the share of successful leaves among the finished
@@ -41,6 +42,7 @@ class RolloutNode:
     response: str
     leaf_episode: str | None
     outcome: str | None
+    prover: str | None = None  # the model that played this turn in the policy's place (collect --prover)
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,7 @@ def read_rollout_tree(
                 player=record["player"], game_role=record.get("game_role"), turn=record["turn"],
                 context=record["context"], response=record["response"],
                 leaf_episode=record.get("leaf_episode"), outcome=record.get("outcome"),
+                prover=record.get("prover"),
             )
     return nodes
 
@@ -148,3 +151,11 @@ def sibling_pairs(
                 continue
             pairs.append((first, second) if first_value > second_value else (second, first))
     return pairs
+
+
+def context_key(record: dict) -> tuple:
+    """The context a turn record's reply answers: game, experiment, instance, player and the messages the player
+    saw. Replies with one key are siblings (advantage labels, sibling metrics)."""
+    meta = record.get("meta") or {}
+    return (meta.get("game"), meta.get("experiment"), str(meta.get("game_id")), meta.get("player"),
+            json.dumps(record["messages"], sort_keys=True))

@@ -260,7 +260,10 @@ def write_results(workdir: Path, *, command: str, seed: int, pairs: list[tuple[s
     prm_metrics_file = workdir / "prm" / "metrics.json"
     training = json.loads(prm_metrics_file.read_text()) if prm_metrics_file.is_file() else {}
     prm = {"heldout": heldout_prm_quality(workdir, heldout_run),
-           "training_validation": {k: training.get(f"validation_{k}") for k in ("auroc", "brier")}}
+           "training_validation": {k: training.get(f"validation_{k}") for k in ("auroc", "brier")},
+           # what best-of-N asks of the PRM: to order replies to one context (train-prm's validation siblings)
+           "siblings": {k: training.get(f"validation_sibling_{k}")
+                        for k in ("accuracy", "pairs", "contexts", "delta_over_sigma", "games")}}
     prm.update(auroc=prm["heldout"]["auroc"], brier=prm["heldout"]["brier"])
     stages = json.loads((workdir / STAGE_FILE).read_text()) if (workdir / STAGE_FILE).is_file() else {}
     switches = {r["name"]: switch_outcomes(workdir, r["name"]) for r in rows if r.get("selection") == "anchored"
@@ -272,6 +275,20 @@ def write_results(workdir: Path, *, command: str, seed: int, pairs: list[tuple[s
     plot_against_tokens(rows, workdir / "clemscore_vs_tokens.png")
     md_path = atomic.write_text(workdir / "RESULTS.md", _markdown(document, render_paired(paired)))
     return md_path, json_path
+
+
+def sibling_line(siblings: dict) -> str:
+    """RESULTS.md's line on how the PRM orders replies to one context (what best-of-N asks), from its metrics.json."""
+    if siblings.get("accuracy") is None:
+        return "- sibling ranking: not measured (a PRM trained before train-prm reported it, or no validation siblings)"
+    games = "; ".join(f"{game} {row['delta_over_sigma']:.2f}" for game, row in (siblings.get("games") or {}).items()
+                      if row.get("delta_over_sigma") is not None)
+    return (f"- sibling ranking on the validation split's replies to one context: sibling accuracy "
+            f"{siblings['accuracy']:.3f} over {siblings.get('pairs')} pairs ({siblings.get('contexts')} contexts; 0.5 is "
+            f"chance), Δ/σ {siblings['delta_over_sigma']:.2f}" if siblings.get("delta_over_sigma") is not None else
+            f"- sibling ranking on the validation split's replies to one context: sibling accuracy "
+            f"{siblings['accuracy']:.3f} over {siblings.get('pairs')} pairs (0.5 is chance)") + (
+            f" (per game Δ/σ: {games})" if games else "")
 
 
 def _switch_cell(row: dict) -> str:
@@ -344,7 +361,8 @@ def _markdown(document: dict, paired_table: str) -> str:
         f"{number(heldout.get('positive_share'))} positive): AUROC {number(heldout.get('auroc'))}, "
         f"Brier {number(heldout.get('brier'))}",
         f"- validation split of its training rollouts: AUROC {number(prm['training_validation'].get('auroc'))}, "
-        f"Brier {number(prm['training_validation'].get('brier'))}; calibration plot: `prm/calibration.png`", "",
+        f"Brier {number(prm['training_validation'].get('brier'))}; calibration plot: `prm/calibration.png`",
+        sibling_line(prm.get("siblings") or {}), "",
         "## Per game (quality score)", "", per_game, "", "## Time per stage (wall seconds, 2 CPU cores)", "",
         stage_table, "",
     ])

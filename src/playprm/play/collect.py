@@ -6,6 +6,12 @@ reply, so every branched state gets Monte-Carlo continuations. Each leaf is a no
 ``<model-pair>/turns.jsonl`` records the tree (turn id, parent turn id, player, role, context, reply, and for
 the last turn of each leaf its episode folder and outcome), from which ``prm-data --labels mc`` computes labels.
 
+A prover (``--prover M``, Setlur et al. 2024): turns after a branch point that are not branch points themselves
+are played by M instead of the policy, so a branched reply's Monte-Carlo value is its chance of success when M
+continues (M: a model folder or registry name, ``programmatic:expert``, or by default the policy itself). Those
+turns carry ``"prover": <M>`` in turns.jsonl; ``prm-data`` labels only the policy's replies and its card names
+the prover (an oracle when it is the programmatic expert, which plays by the game's rules and hidden state).
+
 Resumable per tree: a tree's record file is written after all its leaves, and trees with a record are skipped.
 """
 
@@ -40,12 +46,14 @@ class CollectSettings:
     branch_depth: int = 2  # policy turns (from the start) at which to branch, with policy-turns
     seed: int = 0
     batch_size: int = 32  # trees in flight
+    prover: str | None = None  # plays the turns after a branch point that do not branch; None: the policy itself
 
     def decoding(self) -> dict:
         """The settings that change the rollouts (the run fingerprint); more samples per instance add to a run."""
         return {"mode": "collect", "env_lookahead": False, "temperature": float(self.temperature),
                 "max_tokens": self.max_tokens, "seed": self.seed, "branch_factor": self.branch_factor,
-                "branch_at": self.branch_at, "branch_depth": self.branch_depth}
+                "branch_at": self.branch_at, "branch_depth": self.branch_depth,
+                **({"prover": self.prover} if self.prover else {})}
 
     def validate(self) -> CollectSettings:
         """The one-line UsageError for impossible settings, before any model loads."""
@@ -59,6 +67,8 @@ class CollectSettings:
             raise UsageError(f"--branch-factor {self.branch_factor} must be at least 1")
         if self.branch_depth < 1:
             raise UsageError(f"--branch-depth {self.branch_depth} must be at least 1")
+        if self.prover and self.branch_factor < 2:
+            raise UsageError("--prover plays the turns after a branch point; add --branch-factor 2 or more")
         if self.max_tokens < 1 or self.batch_size < 1:
             raise UsageError("--max-tokens and --batch-size must be at least 1")
         return self
@@ -82,14 +92,20 @@ def run_collect(policy_model: str, games: list[str], game_all: bool, games_dir: 
     spec = policy.spec if policy is not None else resolve_policy(policy_model)
     if policy is None:
         check_installed(spec.backend)
+    prover_spec = resolve_policy(settings.prover) if settings.prover else None
+    if prover_spec is not None:
+        check_installed(prover_spec.backend)
     with open_run(results_dir, spec, f"t{float(settings.temperature)}-collect", entries, instances,
                   settings=settings.decoding(), temperature=settings.temperature, max_tokens=settings.max_tokens,
                   samples=settings.samples_per_instance, folder=sample_folder) as job:
         choose_cpu_threads()  # once per run, before the model loads
         policy = policy or load_policy(spec)
-        job.write_metadata({**asdict(settings), "policy": spec.describe(), "broken_games": job.broken_games})
+        prover = load_policy(prover_spec) if prover_spec is not None else None
+        job.write_metadata({**asdict(settings), "policy": spec.describe(), "broken_games": job.broken_games,
+                            **({"prover_model": prover_spec.describe()} if prover_spec is not None else {})})
         summary = collect([t for t in job.tasks if t.benchmark is not None], policy=policy, policy_name=job.name,
-                          run_dir=job.run_dir, settings=settings, gen_args=job.gen_args, progress=progress)
+                          run_dir=job.run_dir, settings=settings, gen_args=job.gen_args, progress=progress,
+                          prover=prover)
     return job.run_dir, summary
 
 
@@ -102,11 +118,16 @@ def _should_branch(episode: Episode, settings: CollectSettings) -> bool:
     return depth < settings.branch_depth
 
 
+def _prover_plays(episode: Episode, settings: CollectSettings) -> bool:
+    """Whether the prover plays this turn: one after a branch point that does not branch itself."""
+    return bool(settings.prover) and episode.tags.get("branched", False) and not _should_branch(episode, settings)
+
+
 def _tree_file(run_dir: Path, task) -> Path:
     return run_dir / TREES_DIR / task.game / task.experiment["name"] / f"{task.episode_dir.name}.jsonl"
 
 
-def _record_turn(episode: Episode, records: list, text: str) -> None:
+def _record_turn(episode: Episode, records: list, text: str, prover: str | None = None) -> None:
     """Append the pending turn with its reply to the tree's records (ids count turns within the tree)."""
     task, turn = episode.task, episode.pending
     turn_id = f"{task.game}/{task.experiment['name']}/{task.instance['game_id']}/s{task.sample}/t{len(records)}"
@@ -117,6 +138,7 @@ def _record_turn(episode: Episode, records: list, text: str) -> None:
         "turn": episode.tags["replies"].get(turn.player, 0),  # the player's reply index, as in outcome records
         "depth": episode.tags["depth"],
         "context": turn.context, "response": text, "leaf_episode": None, "outcome": None,
+        **({"prover": prover} if prover else {}),
     })
     episode.tags["last"] = turn_id
     episode.tags["last_index"] = len(records) - 1
@@ -125,9 +147,10 @@ def _record_turn(episode: Episode, records: list, text: str) -> None:
 
 
 def collect(tasks, *, policy, policy_name: str, run_dir: Path, settings: CollectSettings, gen_args: dict,
-            progress: bool = True) -> runner.RunSummary:
+            progress: bool = True, prover=None) -> runner.RunSummary:
     """Play every task as a (possibly branched) rollout tree; returns a summary of leaves written. The caller
-    holds ``run_dir`` (``run_job.open_run``)."""
+    holds ``run_dir`` (``run_job.open_run``). ``prover`` (a policy, with ``settings.prover`` its name) plays the
+    turns after a branch point that do not branch."""
     started = time.perf_counter()
     summary = runner.RunSummary(planned=len(tasks), unit="rollout trees")
     clean_staging(run_dir, locked=True)
@@ -148,13 +171,15 @@ def collect(tasks, *, policy, policy_name: str, run_dir: Path, settings: Collect
             else:
                 open_.append((tree, root))
         while open_:
-            groups: dict[int, list[tuple[int, Episode]]] = defaultdict(list)
+            groups: dict[tuple[int, bool], list[tuple[int, Episode]]] = defaultdict(list)
             for tree, episode in open_:
-                groups[settings.branch_factor if _should_branch(episode, settings) else 1].append((tree, episode))
+                by_prover = prover is not None and _prover_plays(episode, settings)
+                groups[settings.branch_factor if _should_branch(episode, settings) else 1, by_prover].append(
+                    (tree, episode))
             next_open = []
-            for n, members in sorted(groups.items()):
+            for (n, by_prover), members in sorted(groups.items()):
                 try:
-                    outputs = clean_candidates(policy.generate(
+                    outputs = clean_candidates((prover if by_prover else policy).generate(
                         [e.pending.context for _, e in members], n=n, temperature=settings.temperature,
                         max_tokens=settings.max_tokens, seed=seeds.next()))
                 except Exception as error:  # a backend fault fails these trajectories, not the run
@@ -165,7 +190,8 @@ def collect(tasks, *, policy, policy_name: str, run_dir: Path, settings: Collect
                 for (tree, episode), candidates in zip(members, outputs):
                     copies = [episode.fork() for _ in candidates[1:]] + [episode]
                     for copy, candidate in zip(copies, candidates):
-                        _record_turn(copy, records[tree], candidate.text)
+                        copy.tags["branched"] = copy.tags.get("branched", False) or len(candidates) > 1
+                        _record_turn(copy, records[tree], candidate.text, settings.prover if by_prover else None)
                         choice = Choice(text=candidate.text, candidates=[candidate], scores=None, chosen=0)
                         copy.play(candidate.text, log=choice.log("collect"), generated_tokens=candidate.num_tokens)
                         if copy.done:

@@ -39,7 +39,8 @@ class SwitchMargin:
     """The margin anchored best-of-n plays with, as ``EvalConfig.validate()`` resolved it from ``--switch-margin``."""
 
     value: float  # >= 0: the score a candidate must beat the greedy reply's by to replace it
-    rule: str  # "given" (a number, or 0 with a scorer other than the PRM) or "auto" (the PRM's switch_margin.json)
+    rule: str  # "given" (a number, or 0 with a scorer other than the PRM), "auto" (the PRM's switch_margin.json) or
+    # "auto: greedy, ..." (measured on too few validation contexts: the margin holds greedy, and the rule says why)
 
 
 def parse_switch_margin(text: str | float | None) -> float | str | None:
@@ -179,9 +180,9 @@ class EvalConfig:
                              f"{self.scorer} give a number")
         if self.prm_path is None:
             return  # the missing --prm-path is reported next
-        from playprm.prm.switch_margin import margin_for
+        from playprm.prm.switch_margin import auto_margin
 
-        self.margin = SwitchMargin(margin_for(self.prm_path, self.n_candidates), "auto")
+        self.margin = SwitchMargin(*auto_margin(self.prm_path, self.n_candidates))
 
     def _validate_gating(self, mode: DecodingMode) -> None:
         """``--guide-games`` and ``--gate-from``: on a guided mode, together for auto; ``guided_games`` resolved."""

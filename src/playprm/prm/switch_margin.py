@@ -35,9 +35,11 @@ logger = logging.getLogger(__name__)
 SWITCH_MARGIN_FILE = "switch_margin.json"
 CONFIDENCE = 0.9  # how often, at most, N - 1 not-better alternatives would make anchored best-of-N switch
 GRID = 1000  # quantiles stored at levels k / GRID
-# below this many validation contexts eval warns that the margin may not hold greedy: the small preset's margins
-# came from 200-400 contexts and held greedy; the smol preset's from 8 switched on a third of held-out turns
+# below this many validation contexts auto plays greedy (and says why): the small preset's margins came from 200-400
+# contexts and held greedy; the smol preset's from 8 switched on a third of held-out turns and lost
 MIN_CONTEXTS = 30
+# PRM scores are probabilities, so no candidate beats greedy by more than 1: this margin keeps greedy on every turn
+GREEDY_MARGIN = 1.0
 
 
 def null_differences(records: list[dict], scores: list[float]) -> tuple[list[float], int]:
@@ -98,8 +100,17 @@ def write(output_dir: Path, records: list[dict], scores: list[float]) -> dict | 
 
 
 def margin_for(prm_path: Path, n_candidates: int) -> float:
-    """``--switch-margin auto``: the margin for ``n_candidates`` from ``prm_path/switch_margin.json``; a one-line
-    UsageError when the PRM folder has none (it loads no model)."""
+    """``--switch-margin auto``: the margin for ``n_candidates`` from ``prm_path/switch_margin.json`` (``auto_margin``
+    without its rule)."""
+    return auto_margin(prm_path, n_candidates)[0]
+
+
+def auto_margin(prm_path: Path, n_candidates: int) -> tuple[float, str]:
+    """``(margin, rule)`` of ``--switch-margin auto`` for ``n_candidates`` from ``prm_path/switch_margin.json``.
+
+    ``rule`` is "auto"; or, when the margin was measured on fewer than ``MIN_CONTEXTS`` validation contexts, the
+    margin is ``GREEDY_MARGIN`` (anchored selection plays greedy), ``rule`` says why and a warning says so too. A
+    one-line UsageError when the PRM folder has no readable file (it loads no model)."""
     path = Path(prm_path) / SWITCH_MARGIN_FILE
     if not path.is_file():
         raise UsageError(f"--switch-margin auto reads {path}, which train-prm writes when its validation data holds "
@@ -113,9 +124,12 @@ def margin_for(prm_path: Path, n_candidates: int) -> float:
                          "give --switch-margin a number") from error
     contexts = content.get("contexts")
     if isinstance(contexts, int) and contexts < MIN_CONTEXTS:
-        logger.warning("--switch-margin auto: the margin %.4g for N = %d was measured on %d validation context(s) "
-                       "(%s null differences), fewer than %d: it may not hold greedy (the smol preset's margin from 8 "
-                       "contexts switched on a third of held-out turns, BENCHMARKS.md); collect more rollouts with "
-                       "several replies per context, or give --switch-margin a number", value, n_candidates,
-                       contexts, content.get("differences", "?"), MIN_CONTEXTS)
-    return value
+        rule = (f"auto: greedy, the measured margin {value:.4g} for N = {n_candidates} came from {contexts} validation "
+                f"context(s), fewer than {MIN_CONTEXTS}")
+        logger.warning("--switch-margin auto plays greedy: the margin %.4g for N = %d was measured on %d validation "
+                       "context(s) (%s null differences), fewer than %d, too few to hold greedy (the smol preset's "
+                       "margin from 8 contexts switched on a third of held-out turns and lost, BENCHMARKS.md); collect "
+                       "more rollouts with several replies per context, or give --switch-margin a number", value,
+                       n_candidates, contexts, content.get("differences", "?"), MIN_CONTEXTS)
+        return GREEDY_MARGIN, rule
+    return value, "auto"

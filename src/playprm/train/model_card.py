@@ -358,11 +358,35 @@ def results(run: RunFiles) -> str:
     bins = [[f"{b['low']:.1f}–{b['high']:.1f}", b["count"], f"{b['mean_probability']:.3f}", f"{b['mean_label']:.3f}"]
             for b in metrics.get("calibration", []) if b["count"]]
     parts = ["## Validation results", f"Measured on the validation split with {where}.",
-             markdown_table(["Metric", "Value"], rows), "Calibration (filled bins):",
+             markdown_table(["Metric", "Value"], rows), sibling_section(metrics), "Calibration (filled bins):",
              markdown_table(["predicted", "turns", "mean predicted", "mean label"], bins)]
     if (run.dir / CALIBRATION_PLOT).is_file():
         parts.append(f"![Calibration of the PRM on the validation turns]({CALIBRATION_PLOT})")
     return "\n\n".join(parts)
+
+
+def sibling_section(metrics: dict) -> str:
+    """What best-of-N asks of the PRM: how it orders replies to one validation context (``sibling_*`` metrics)."""
+    games = metrics.get("validation_sibling_games") or {}
+    if not games:
+        return ("Sibling ranking: no validation context holds two different replies with different labels "
+                "(best-of-N's question, which reply to one context is better, is not measured here).")
+    number = lambda value, form: format(value, form) if isinstance(value, (int, float)) else "–"  # noqa: E731
+    rows = [[game, row.get("pairs"), number(row.get("accuracy"), ".1%"), number(row.get("delta"), ".4f"),
+             number(row.get("sigma"), ".4f") + (" (all games)" if "sigma" in row and row.get("sigma_from") == "all games"
+                                                else ""),
+             number(row.get("delta_over_sigma"), ".3f")] for game, row in games.items()]
+    rows.append(["all", metrics.get("validation_sibling_pairs"),
+                 number(metrics.get("validation_sibling_accuracy"), ".1%"),
+                 number(metrics.get("validation_sibling_delta"), ".4f"),
+                 number(metrics.get("validation_sibling_sigma"), ".4f"),
+                 number(metrics.get("validation_sibling_delta_over_sigma"), ".3f")])
+    return ("Sibling ranking (what best-of-N asks: of several replies to one context, which is better), on validation "
+            "pairs of different replies to one context with different labels. Accuracy: share of pairs where the "
+            "better-labelled reply scores higher (ties count 1/2; 50% is chance). Δ: mean score gap in its favour; "
+            "σ: root mean square score gap between replies of equal label (a game without such pairs uses all "
+            "games'; – where no game has one); the useful search width grows with (Δ/σ)² (Dalal et al. 2026).\n\n"
+            + markdown_table(["game", "pairs", "sibling accuracy", "Δ", "σ", "Δ/σ"], rows))
 
 
 def _flops(value: float) -> str:

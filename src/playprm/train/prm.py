@@ -320,7 +320,8 @@ def train_prm(config, base, data_dir: Path, *, resume: bool = False, callbacks=(
 
     ``config`` is a ``PRMTrainingConfig``. Its ``output_dir`` receives checkpoints, the PRM
     (``ProcessRewardModel.save``: loads with ``load_prm(output_dir)``, i.e. ``--prm-path``), ``metrics.json``
-    (validation AUROC, Brier score, calibration bins), ``calibration.png`` and, when validation holds different
+    (validation AUROC, Brier score, calibration bins, sibling accuracy and per-game Delta/sigma on the validation
+    siblings: ``prm_metrics.sibling_metrics``), ``calibration.png`` and, when validation holds different
     replies to one context, ``switch_margin.json`` (``eval --switch-margin auto``). Input problems raise UsageError
     before the model loads.
     """
@@ -328,7 +329,7 @@ def train_prm(config, base, data_dir: Path, *, resume: bool = False, callbacks=(
     from playprm.errors import UsageError
     from playprm.prm import switch_margin
     from playprm.train.base_model import import_gguf_base, shards_parameters
-    from playprm.train.prm_metrics import calibration_bins, plot_calibration, prm_metrics
+    from playprm.train.prm_metrics import calibration_bins, plot_calibration, prm_metrics, sibling_metrics
     from playprm.train.sft import load_tokenizer
 
     output_dir = Path(config.output_dir)
@@ -380,6 +381,9 @@ def train_prm(config, base, data_dir: Path, *, resume: bool = False, callbacks=(
     probabilities, labels, margins = scored_items(prediction)
     scores = prm_metrics(probabilities, labels, margins)
     bins = calibration_bins(probabilities, labels)
+    # predictions come in item order, the validation sequences first: their positions' records, in order
+    scored = [data["validation"][index] for sequence in validation for index in sequence["records"]]
+    scores.update(sibling_metrics(scored, probabilities[:len(scored)].tolist()))
     metrics = {
         **{f"validation_{key}": value for key, value in scores.items()},
         "validation_loss": prediction.metrics.get("validation_loss"),
@@ -397,10 +401,7 @@ def train_prm(config, base, data_dir: Path, *, resume: bool = False, callbacks=(
         plot_calibration(bins, output_dir / CALIBRATION_PLOT,
                          f"PRM calibration on validation (AUROC {scores.get('auroc', float('nan')):.3f})")
         write_json(output_dir / METRICS_FILE, metrics)
-        # predictions come in item order, the validation sequences first: their positions' records, in order
-        scored = [index for sequence in validation for index in sequence["records"]]
-        switch_margin.write(output_dir, [data["validation"][i] for i in scored],
-                            probabilities[:len(scored)].tolist())
+        switch_margin.write(output_dir, scored, probabilities[:len(scored)].tolist())
         from playprm.train.model_card import write_run_card
 
         # last: the card reads every file written above

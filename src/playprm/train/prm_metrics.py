@@ -101,3 +101,97 @@ def prm_metrics(probabilities, labels, margins=None) -> dict:
     if margins is not None and len(margins):
         metrics["pair_accuracy"] = float(np.mean(np.asarray(margins) > 0))
     return {key: value for key, value in metrics.items() if not (isinstance(value, float) and math.isnan(value))}
+
+
+# Sibling metrics: what best-of-N asks of a PRM (order replies to one context), measured on held-out siblings.
+# A function of (records, scores) only, so predictions gathered from several ranks compose with it.
+
+
+def sibling_pairs(records: list[dict], scores) -> list[dict]:
+    """Every two different replies (by ``models.replies.move``; a repeated one counts once, as its first record) to
+    one context, in a stable order: ``{"game",
+    "context" (index of its context), "equal" (same label), "gap", "correct"}``. For replies with different labels
+    ``gap`` is score(higher-labelled) - score(lower-labelled) and ``correct`` 1 when it is positive, 0.5 at a tie,
+    0 otherwise; for equal labels ``gap`` is score(first) - score(second) in record order and ``correct`` None.
+
+    Labels are compared within a context only, so mc labels and advantage labels (value minus the context's mean
+    value) give the same pairs."""
+    from itertools import combinations
+
+    from playprm.data.rollout_tree import context_key
+    from playprm.models.replies import move
+
+    groups: dict[tuple, dict[str, tuple[float, float]]] = {}
+    for record, score in zip(records, scores, strict=True):
+        # a reply repeated in one context (two rollouts sampled it) is one move: its first record stands for it
+        groups.setdefault(context_key(record), {}).setdefault(move(record["response"]),
+                                                              (float(record["label"]), float(score)))
+    pairs = []
+    for index, (key, members) in enumerate(groups.items()):
+        for (a_label, a_score), (b_label, b_score) in combinations(members.values(), 2):
+            if a_label == b_label:
+                pairs.append({"game": key[0], "context": index, "equal": True, "gap": a_score - b_score,
+                              "correct": None})
+                continue
+            gap = a_score - b_score if a_label > b_label else b_score - a_score
+            pairs.append({"game": key[0], "context": index, "equal": False, "gap": gap,
+                          "correct": 1.0 if gap > 0 else 0.5 if gap == 0 else 0.0})
+    return pairs
+
+
+def _signal_to_noise(different: list[dict], equal: list[dict]) -> dict:
+    delta = float(np.mean([p["gap"] for p in different])) if different else math.nan
+    # an equal-value pair has no direction: sigma is taken over both orders, i.e. the root mean square gap
+    sigma = float(np.sqrt(np.mean([p["gap"] ** 2 for p in equal]))) if equal else math.nan
+    return {"delta": delta, "sigma": sigma}
+
+
+def sibling_metrics(records: list[dict], scores) -> dict:
+    """``{"sibling_accuracy", "sibling_pairs", "sibling_equal_pairs", "sibling_contexts", "sibling_delta",
+    "sibling_sigma", "sibling_delta_over_sigma", "sibling_games": {game: {...the same per game...,
+    "sigma_from"}}}`` over ``records`` scored ``scores`` (module section above; docs/inference.md).
+
+    Sibling accuracy: share of different-label pairs whose higher-labelled reply scores higher (ties 1/2). Delta:
+    mean score gap in favour of the higher-labelled reply. Sigma: root mean square score gap of equal-label
+    pairs. A game without equal-label pairs takes sigma over every game's equal-label pairs (``sigma_from``
+    "all games"); with none anywhere Delta/sigma is left out. Undefined values are left out (no NaN)."""
+    pairs = sibling_pairs(records, scores)
+    pooled = _signal_to_noise([p for p in pairs if not p["equal"]], [p for p in pairs if p["equal"]])
+
+    def summary(members: list[dict]) -> dict:
+        different, equal = [p for p in members if not p["equal"]], [p for p in members if p["equal"]]
+        found = _signal_to_noise(different, equal)
+        out = {"accuracy": float(np.mean([p["correct"] for p in different])) if different else math.nan,
+               "pairs": len(different), "equal_pairs": len(equal),
+               "contexts": len({p["context"] for p in different}), "delta": found["delta"],
+               "sigma": found["sigma"] if equal else pooled["sigma"],
+               "sigma_from": "this game" if equal else "all games"}
+        out["delta_over_sigma"] = out["delta"] / out["sigma"] if out["sigma"] and out["sigma"] > 0 else math.nan
+        return {k: v for k, v in out.items() if not (isinstance(v, float) and math.isnan(v))}
+
+    overall = summary(pairs)
+    overall.pop("sigma_from", None)
+    games = {game: summary([p for p in pairs if p["game"] == game]) for game in sorted({p["game"] for p in pairs})}
+    return {**{f"sibling_{key}": value for key, value in overall.items()}, "sibling_games": games}
+
+
+def paired_sibling_difference(pairs_a: list[dict], pairs_b: list[dict], *, n_resamples: int = 2000,
+                              seed: int = 0, level: float = 0.95) -> dict:
+    """Sibling accuracy of A minus B on the same pairs (``sibling_pairs`` of the same records under two scorers)
+    with a percentile bootstrap over contexts (pairs of one context share replies, so contexts are the unit):
+    ``{"difference", "low", "high", "pairs", "contexts"}``."""
+    rows = [(a["context"], a["correct"] - b["correct"]) for a, b in zip(pairs_a, pairs_b, strict=True)
+            if not a["equal"]]
+    if not rows:
+        return {"pairs": 0, "contexts": 0}
+    contexts = sorted({context for context, _ in rows})
+    index = {context: i for i, context in enumerate(contexts)}
+    sums, counts = np.zeros(len(contexts)), np.zeros(len(contexts))
+    for context, difference in rows:
+        sums[index[context]] += difference
+        counts[index[context]] += 1
+    draws = np.random.default_rng(seed).integers(0, len(contexts), size=(n_resamples, len(contexts)))
+    replicates = sums[draws].sum(axis=1) / counts[draws].sum(axis=1)
+    tail = (1 - level) / 2 * 100
+    return {"difference": float(sums.sum() / counts.sum()), "low": float(np.percentile(replicates, tail)),
+            "high": float(np.percentile(replicates, 100 - tail)), "pairs": len(rows), "contexts": len(contexts)}
