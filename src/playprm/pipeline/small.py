@@ -82,14 +82,16 @@ class SmallPreset:
     validation_instances: int = 75  # per experiment: the split the per-game gate is decided on (not held-out)
     weak_policy: bool = True  # rows for the half-way SFT checkpoint (room above greedy for any scorer)
     # DPO (pipeline --dpo, off by default: about 17 more minutes on 2 shared cores): each policy trained further
-    # on MC sibling pairs of its own branched rollouts, then played greedy. Won-against-lost siblings only (gap 1) and
-    # 200 steps at lr 1e-4, beta 0.1 raised the weaker policy's greedy by +11.7 [4.7, 18.5] on seed 0, where gap 0.5
-    # and 100 steps gave +6.7 [-1.0, 14.1] (BENCHMARKS.md, DPO on the small preset)
+    # on MC sibling pairs of its own branched rollouts, then played greedy. Won-against-lost siblings only (gap 1),
+    # 200 steps at lr 1e-4, beta 0.1. The loss is DPO plus the chosen reply's NLL ("sigmoid,sft", RPO): plain DPO
+    # ("sigmoid") lowered the chosen replies' likelihood too and broke the weaker policy's reply format on seed 2
+    # (-23.7 points, 71 % played); with the NLL term the weaker policy gained on all three seeds (BENCHMARKS.md)
     dpo: bool = False
     dpo_steps: int = 200
     dpo_batch: int = 16
     dpo_learning_rate: float = 1e-4
     dpo_beta: float = 0.1
+    dpo_loss: str = "sigmoid,sft"
     dpo_min_gap: float = 1.0
     dpo_weak_instances: int = 500  # per experiment: the weaker policy's own branched rollouts for its pairs
 
@@ -234,7 +236,7 @@ class SmallPreset:
                                        "--per-device-train-batch-size", str(self.dpo_batch), "--effective-batch-size",
                                        str(self.dpo_batch), "--per-device-eval-batch-size", str(2 * self.dpo_batch),
                                        "--learning-rate", str(self.dpo_learning_rate), "--beta", str(self.dpo_beta),
-                                       "--eval-steps", "0.5", "--save-steps", "0.5", "--logging-steps", "10",
+                                       "--loss-type", self.dpo_loss, "--eval-steps", "0.5", "--save-steps", "0.5", "--logging-steps", "10",
                                        "--activation-checkpointing", "false", "--seed", str(self.seed),
                                        "--model-name", f"{POLICY}-{kind}-dpo"]),
                 (f"eval {kind}-dpo-greedy", ["eval", "--policy-model", out, *eval_common,

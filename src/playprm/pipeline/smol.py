@@ -140,7 +140,8 @@ class SmolPreset:
             ("train-dpo", ["train-dpo", "--model", policy, "--data", w("dpo/pairs"), "--output-dir", w("dpo/policy"),
                            "--max-steps", str(self.dpo_steps), "--per-device-train-batch-size", str(self.dpo_batch),
                            "--effective-batch-size", str(self.dpo_batch), "--per-device-eval-batch-size", "8",
-                           "--learning-rate", "5e-5", "--beta", "0.1", "--eval-steps", str(self.dpo_steps),
+                           "--learning-rate", "5e-5", "--beta", "0.1", "--loss-type", "sigmoid,sft",  # RPO: small.py
+                           "--eval-steps", str(self.dpo_steps),
                            "--save-steps", str(self.dpo_steps), "--max-length", "1024", *schedule,
                            "--model-name", f"{POLICY}-dpo"]),
             ("eval sft-dpo-greedy", ["eval", "--policy-model", w("dpo/policy"), *eval_common,
