@@ -84,6 +84,15 @@ def configure_logging(verbose: bool, run_folder: Path | None = None) -> None:
             logger.disabled = False
 
 
+def close_process_group() -> None:
+    """Destroy torch.distributed's process group if a command (a trainer under torchrun) left one open: a rank that
+    exits with gloo's group still alive can abort at interpreter shutdown ("terminate called without an active
+    exception", SIGABRT) after its work is done. Looks torch up only if the command imported it."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -97,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
             logging.getLogger(name).setLevel(logging.WARNING)
     try:
         result = args.func(args)
+        close_process_group()
     except UsageError as error:
         print(f"playprm {args.command}: error: {redact(str(error))}", file=sys.stderr)
         return 2
