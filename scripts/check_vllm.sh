@@ -11,4 +11,4 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 scripts/make_vllm_venv.sh "${PLAYPRM_VLLM_VENV:-$ROOT/.venv-vllm}" 2>&1 | grep -v "is ignored: it is neither"
-PLAYPRM_VLLM_TESTS=1 exec .venv/bin/python -m pytest tests/test_vllm_cpu.py -v --durations=0 -p no:cacheprovider "$@"
+PLAYPRM_VLLM_TESTS=1 exec .venv/bin/python -m pytest tests/test_vllm_cpu.py -n 0 -v --durations=0 -p no:cacheprovider "$@"  # one vLLM engine at a time

@@ -3,6 +3,7 @@ shared sample."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,37 @@ pytest_plugins = ["real_model"]  # the real pretrained model (SmolLM2-135M-Instr
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_SAMPLE = REPO_ROOT.parent / "shared" / "data" / "clembench-v2.0-sample"
+
+
+MAX_WORKERS = 4  # pytest-xdist processes (-n auto, pyproject.toml); each imports torch and builds its own fixtures
+
+
+def pytest_xdist_auto_num_workers(config) -> int | None:
+    """One test process per core, at most MAX_WORKERS: the tests run models on one thread each (run_threads), so
+    the 2-core CI machine plays two files at once (--dist loadfile keeps a file's module fixtures in one process).
+    PYTEST_XDIST_AUTO_NUM_WORKERS, where set, decides (xdist's own rule)."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    return max(1, min(MAX_WORKERS, os.cpu_count() or 1))
+
+
+_FIGURE = "figure"
+
+
+@pytest.fixture
+def report_figure(record_property):
+    """``report_figure(text)``: a measured figure (a parity count, a rate) printed in the run's summary, from
+    worker processes too (xdist sends ``user_properties`` back; a print would be lost)."""
+    return lambda text: record_property(_FIGURE, text)
+
+
+def pytest_terminal_summary(terminalreporter):
+    figures = [value for report in terminalreporter.stats.get("passed", []) + terminalreporter.stats.get("failed", [])
+               for name, value in getattr(report, "user_properties", ()) if name == _FIGURE]
+    if figures:
+        terminalreporter.write_sep("-", "measured figures")
+        for line in figures:
+            terminalreporter.write_line(line)
 
 
 _PAIRS = pytest.StashKey[dict]()  # one make_tiny pair per architecture for the whole session

@@ -144,7 +144,7 @@ def clem_prompt(episode: Path, event: tuple) -> str:
     return calls[0]["call"]["manipulated_prompt_obj"]["inputs"]
 
 
-def test_greedy_play_is_clemcores_play_on_every_builtin_game(tiny_models, tmp_path, monkeypatch, capsys):
+def test_greedy_play_is_clemcores_play_on_every_builtin_game(tiny_models, tmp_path, monkeypatch, report_figure):
     root = workspace(tmp_path, tiny_models["policy"])
     clem("run", "-g", *GAMES, "-m", "parity", "-r", "clem", "-t", "0.0", "-l", str(MAX_TOKENS), "-b", "4", cwd=root)
     clem("score", "-r", "clem", cwd=root)
@@ -154,9 +154,8 @@ def test_greedy_play_is_clemcores_play_on_every_builtin_game(tiny_models, tmp_pa
     theirs, ours = episodes(root / "clem"), episodes(root / "playprm")
     assert {key.split("/")[0] for key in ours} == set(GAMES)
     equal, flips = compare_episodes(theirs, ours, lambda prompt: smallest_top2_gap(tiny_models["policy"], prompt))
-    with capsys.disabled():
-        print(f"\nclemcore parity ({tiny_models['policy'].parent.name}): {len(ours)} episodes compared, "
-              f"{equal} equal, {len(flips)} numeric flips {flips}")
+    report_figure(f"clemcore parity ({tiny_models['policy'].parent.name}): {len(ours)} episodes compared, "
+                  f"{equal} equal, {len(flips)} numeric flips {flips}")
     assert equal + len(flips) == len(ours) == len(GAMES) * 2 * INSTANCES
     assert len(flips) <= 1  # a flip needs a near-tie: rare, and the note in the README says how rare
 

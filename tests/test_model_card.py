@@ -68,9 +68,10 @@ def test_model_card_entry_plays_the_builtin_games_on_cpu(card_workspace, capsys)
     assert policy["peft_model"].endswith("sft-ep1") and policy["chat_template_kwargs"] == {"enable_thinking": False}
 
 
-def test_clemcore_clem_run_plays_with_a_playprm_policy(tiny_models, tmp_path):
+def test_clemcore_clem_run_plays_with_a_playprm_policy(card_models, tmp_path):
+    # the card's layout only: test_clemcore_parity plays both architectures through clem run
     assert main(["register", "--dir", str(tmp_path), "--model-name", "tiny-playprm",
-                 "--model-path", str(tiny_models["policy"])]) == 0
+                 "--model-path", str(card_models["policy"])]) == 0
     clem = Path(sys.executable).with_name("clem")
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     run = subprocess.run([str(clem), "run", "-g", "referencegame", "-m", "tiny-playprm", "-r", "res", "-t", "0.0",

@@ -166,7 +166,7 @@ def test_lora_sft_on_teacher_wins_lowers_the_loss_and_changes_the_greedy_replies
 
 
 def test_clem_run_plays_the_lora_smollm2_as_playprm_eval_does_on_the_multi_turn_games(arena, sft_run, sft_greedy,
-                                                                                       capsys):
+                                                                                       report_figure):
     root = arena  # its model_registry.json holds the entry as train-sft wrote it (sft_greedy)
     clem("run", "-g", *GAMES, "-m", "smol-sft", "-r", "clem", "-t", "0.0", "-l", str(MAX_TOKENS), "-b", "4", cwd=root)
     clem("score", "-r", "clem", cwd=root)
@@ -175,9 +175,8 @@ def test_clem_run_plays_the_lora_smollm2_as_playprm_eval_does_on_the_multi_turn_
     equal, flips = compare_episodes(theirs, ours, lambda prompt: smallest_top2_gap(
         Path(entry["huggingface_id"]), prompt, adapter=sft_run, max_tokens=MAX_TOKENS))
     rounds = {key: len(json.loads((path / "interactions.json").read_text())["turns"]) for key, path in ours.items()}
-    with capsys.disabled():
-        print(f"\nclemcore parity (LoRA SmolLM2-135M-Instruct): {len(ours)} episodes, rounds {sorted(rounds.values())}, "
-              f"{equal} equal, {len(flips)} numeric flips {flips}")
+    report_figure(f"clemcore parity (LoRA SmolLM2-135M-Instruct): {len(ours)} episodes, rounds "
+                  f"{sorted(rounds.values())}, {equal} equal, {len(flips)} numeric flips {flips}")
     assert len(ours) == 4 and equal + len(flips) == 4
     assert sum(r > 1 for r in rounds.values()) >= 2  # real multi-turn play: the test compares more than openings
 

@@ -49,14 +49,15 @@ def play_best_of_n(benchmark, target, n, tmp_path, i, seed):
     return episode
 
 
-def test_best_of_n_win_rate_rises_with_n(wordle, tmp_path):
+def test_best_of_n_win_rate_rises_with_n(wordle, tmp_path, report_figure):
     benchmark, targets = wordle
     rates = {}
     for n in (1, 4, 16):
         wins = [play_best_of_n(benchmark, t, n, tmp_path, i, seed=i).outcome == "success"
                 for i, t in enumerate(targets)]
         rates[n] = sum(wins) / len(wins)
-    print(rates)
+    report_figure(f"wordle best-of-N win rate by N, oracle scorer ({len(targets)} targets): "
+                  + ", ".join(f"N={n} {rate:.2f}" for n, rate in rates.items()))
     assert rates[1] < rates[4] < rates[16], rates
 
 
