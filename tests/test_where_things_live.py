@@ -14,3 +14,34 @@ def test_every_folder_and_top_level_module_has_a_row():
     parts = [p for p in package.iterdir() if p.suffix == ".py" or (p / "__init__.py").is_file()]
     named = lambda part: any(f"`{part.name}" in row or f"`{part.stem}/" in row for row in rows)  # noqa: E731
     assert [part.name for part in parts if not named(part)] == []
+
+
+def _imports_between_parts() -> dict[str, set[str]]:
+    """Part (folder or top-level module of the package) -> the other parts it imports, lazy imports included."""
+    import ast
+
+    package = REPO_ROOT / "src" / "playprm"
+    part = lambda path: path.relative_to(package).parts[0].removesuffix(".py")  # noqa: E731
+    arrows: dict[str, set[str]] = {}
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else []
+            for name in names:
+                if name.startswith("playprm.") and name.split(".")[1] != part(path):
+                    arrows.setdefault(part(path), set()).add(name.split(".")[1])
+    return arrows
+
+
+def test_the_lower_floors_import_nothing_above_them_and_no_parts_import_each_other_in_a_cycle():
+    arrows = _imports_between_parts()
+    floors = {"results", "models", "search", "prm"}  # what a run is built from; play/, train/ and up build on them
+    assert {(part, other) for part in floors for other in arrows.get(part, ())
+            if other in {"play", "train", "pipeline", "commands", "cli", "report", "bench", "data"}} == set()
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        return any(nxt == goal or (nxt not in seen and reaches(nxt, goal, seen | {nxt}))
+                   for nxt in arrows.get(start, ()))
+
+    assert [part for part in arrows if reaches(part, part, {part})] == []
+    assert len([p for p in (REPO_ROOT / "src" / "playprm").glob("*.py")]) <= 10  # top-level modules
