@@ -54,8 +54,8 @@ class SmolPreset:
     prm_steps: int = 24
     prm_batch: int = 4
     n: int = 4
-    # SFT + DPO (pipeline --dpo; not measured yet): the SFT adapter trained further on MC sibling pairs of its own
-    # branched rollouts, the SFT policy as the reference
+    # SFT + DPO (pipeline --dpo): the SFT adapter trained further on MC sibling pairs of its own branched rollouts,
+    # the SFT policy as the reference; measured on 2 seeds it did not pay at these sizes (BENCHMARKS.md)
     dpo: bool = False
     dpo_instances: int = 16  # per experiment, each played twice with one branching turn
     dpo_steps: int = 24
