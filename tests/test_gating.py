@@ -32,6 +32,37 @@ def test_the_gate_guides_only_games_where_guidance_won_points_on_validation(tmp_
     assert read_gate(tmp_path / "val") == gate  # the folder that holds paired.json reads the same
 
 
+def prm_folder(folder: Path, games: dict[str, tuple]) -> Path:
+    """A train-prm folder's metrics.json with per-game validation sibling figures: game -> (Δ/σ, pairs)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "metrics.json").write_text(json.dumps({"validation_sibling_games": {
+        game: {"pairs": pairs, "accuracy": 0.6, "delta": 0.1, "sigma": 0.1, "delta_over_sigma": ratio}
+        for game, (ratio, pairs) in games.items()}}))
+    return folder
+
+
+def test_the_gate_from_a_prm_guides_games_whose_sibling_signal_beats_its_noise(tmp_path):
+    from playprm.report.gating import read_gate
+
+    gate = read_gate(prm_folder(tmp_path / "prm", {"referencegame": (1.2, 40), "taboo": (0.6, 400),
+                                                    "wordle": (3.0, 5), "imagegame": (None, 0)}))
+    assert {game for game, row in gate.items() if row["guided"]} == {"referencegame"}
+    assert gate["referencegame"]["reason"] == ("guided: Δ/σ 1.200 on 40 validation sibling pairs of the PRM "
+                                               "(guided from Δ/σ >= 1)")
+    assert gate["taboo"]["reason"].startswith("greedy: Δ/σ 0.600 on 400")
+    assert gate["wordle"]["reason"].startswith("greedy: 5 validation sibling pairs of the PRM, fewer than 20")
+    assert not gate["imagegame"]["guided"]
+    # a PRM without sibling figures (outcome labels) is one clear line, not a gate that guides nothing silently
+    (tmp_path / "outcome").mkdir()
+    (tmp_path / "outcome" / "metrics.json").write_text(json.dumps({"validation_auroc": 0.7}))
+    with pytest.raises(UsageError, match="no per-game sibling figures"):
+        read_gate(tmp_path / "outcome")
+    config = EvalConfig(policy_model="scripted:random-valid", games=["referencegame", "taboo"], mode="best-of-n",
+                        scorer="logprob", guide_games="auto", gate_from=tmp_path / "prm")
+    config.validate()
+    assert set(config.guided_games) == {"referencegame"}
+
+
 @pytest.mark.parametrize("settings, message", [
     ({"guide_games": "auto"}, "--guide-games auto needs --gate-from"),
     ({"gate_from": Path("x")}, "--gate-from is read by --guide-games auto"),

@@ -41,10 +41,11 @@ def register(subparsers) -> None:
                         help="guide only these game roles (default: every policy player)")
     parser.add_argument("--guide-games", metavar="auto|G1,G2",
                         help="guided modes: guide only these games, the others play greedy; auto: the games where "
-                             "guidance beat greedy on validation runs (--gate-from)")
-    parser.add_argument("--gate-from", type=Path, metavar="PAIRED",
+                             "guidance beat greedy on validation runs, or where the PRM ranks siblings (--gate-from)")
+    parser.add_argument("--gate-from", type=Path, metavar="PAIRED|PRM",
                         help="--guide-games auto: the paired.json (or its folder) of `playprm report --compare "
-                             "GREEDY GUIDED --paired GUIDED GREEDY` on validation instances")
+                             "GREEDY GUIDED --paired GUIDED GREEDY` on validation instances, or a train-prm folder "
+                             "(guides the games where its validation sibling Δ/σ is at least 1)")
     parser.add_argument("--seed", type=int, help=f"default {card['seed']}")
     parser.add_argument("--batch-size", type=int, help=f"episodes in flight (default {card['batch_size']})")
     parser.add_argument("--shard", help="i/n: play every n-th planned episode starting at i (zero-based)")

@@ -15,17 +15,25 @@ from pathlib import Path
 from playprm.errors import UsageError
 
 PAIRED_FILE = "paired.json"
+PRM_METRICS_FILE = "metrics.json"  # train-prm's (playprm.train.run_dir.METRICS_FILE)
+MIN_DELTA_OVER_SIGMA = 1.0
+MIN_SIBLING_PAIRS = 20
 
 
 def read_gate(path: Path) -> dict[str, dict]:
     """``{game: {"guided": bool, "points": float, "ci": [low, high], "episodes": int, "reason": str}}`` from a
-    report's paired.json (or the folder holding it): its first pair is read as (guided run, greedy run).
-    UsageError, one line, where the file is missing or has no per-game table."""
+    report's paired.json (or the folder holding it): its first pair is read as (guided run, greedy run); or, from
+    a PRM folder (``metrics.json`` and no paired.json), ``{game: {"guided": bool, "delta_over_sigma": float,
+    "pairs": int, "reason": str}}`` by the sibling rule above. UsageError, one line, where the file is missing or
+    has no per-game table."""
     path = Path(path)
     file = path / PAIRED_FILE if path.is_dir() else path
+    if path.is_dir() and not file.is_file() and (path / PRM_METRICS_FILE).is_file():
+        return sibling_gate(path / PRM_METRICS_FILE)
     if not file.is_file():
         raise UsageError(f"--gate-from {path}: no {PAIRED_FILE}; write one with `playprm report --compare GREEDY "
-                         f"GUIDED --paired GUIDED GREEDY --out DIR` on validation runs")
+                         f"GUIDED --paired GUIDED GREEDY --out DIR` on validation runs, or give a train-prm folder "
+                         f"(gated by its validation sibling Δ/σ)")
     try:
         document = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as error:
@@ -46,4 +54,30 @@ def read_gate(path: Path) -> dict[str, dict]:
             "reason": f"{verdict}: {a} - {b} = {points:+.2f} clemscore points on {row.get('episodes')} validation "
                       f"episodes",
         }
+    return gate
+
+
+def sibling_gate(file: Path) -> dict[str, dict]:
+    """The gate from a PRM's validation sibling metrics (``validation_sibling_games`` of train-prm's metrics.json):
+    a game is guided when its Δ/σ is at least ``MIN_DELTA_OVER_SIGMA`` over at least ``MIN_SIBLING_PAIRS`` pairs."""
+    try:
+        metrics = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise UsageError(f"--gate-from {file} cannot be read ({error}); train the PRM again") from error
+    games = metrics.get("validation_sibling_games") if isinstance(metrics, dict) else None
+    if not isinstance(games, dict) or not games:
+        raise UsageError(f"--gate-from {file.parent}: the PRM's metrics.json has no per-game sibling figures "
+                         "(its validation data held no two different replies to one context with different labels: "
+                         "train it on mc labels of `collect --branch-factor` rollouts), or gate from a validation "
+                         "run's paired.json")
+    gate = {}
+    for game, row in games.items():
+        ratio, pairs = row.get("delta_over_sigma"), row.get("pairs") or 0
+        ratio = float(ratio) if isinstance(ratio, int | float) else float("nan")
+        guided = ratio >= MIN_DELTA_OVER_SIGMA and pairs >= MIN_SIBLING_PAIRS  # nan compares False: greedy
+        why = (f"Δ/σ {ratio:.3f} on {pairs} validation sibling pairs of the PRM" if pairs >= MIN_SIBLING_PAIRS
+               else f"{pairs} validation sibling pairs of the PRM, fewer than {MIN_SIBLING_PAIRS}")
+        gate[str(game)] = {"guided": guided, "delta_over_sigma": ratio, "pairs": pairs,
+                           "reason": f"{'guided' if guided else 'greedy'}: {why} (guided from Δ/σ >= "
+                                     f"{MIN_DELTA_OVER_SIGMA:g})"}
     return gate
