@@ -82,6 +82,7 @@ def test_a_gated_run_guides_the_chosen_game_plays_the_other_greedy_and_says_why(
             "--limit", "1", "--max-tokens", "6", "--mode", "best-of-n", "--scorer", "logprob", "--n-candidates", "2",
             "--guide-games", "auto", "--gate-from", str(gate), "--results-dir", str(tmp_path / "r")]
     assert main(argv) == 0
+    assert "--guide-games auto: taboo greedy: guided - greedy = -3.00" in capsys.readouterr().out  # said up front
     (run_dir,) = [p for p in (tmp_path / "r").iterdir() if p.is_dir()]
     assert run_dir.name.endswith("-gated")
     meta = json.loads((run_dir / "playprm_run.json").read_text())

@@ -84,6 +84,9 @@ def run_eval(cfg: EvalConfig, *, policy=None, scorer=None, progress: bool = True
     from playprm.transformers_runtime import choose_cpu_threads
 
     cfg.validate()
+    if progress and cfg.guide_games == "auto":  # the gate's decision, before the run's minutes are spent on it
+        for game, reason in (cfg.gate_reasons or {}).items():
+            print(f"--guide-games auto: {game} {reason}", flush=True)
     entries, instances = prepare_games(cfg.games, cfg.game_all, cfg.games_dir, cfg.limit)
     spec = policy.spec if policy is not None else resolve_policy(cfg.policy_model)
     cfg.validate_backend(spec.backend, spec.name)
