@@ -5,6 +5,15 @@ decision is read from the ``paired.json`` that ``playprm report --compare GREEDY
 writes for runs on *validation* instances (never the held-out ones): a game is guided when guidance won clemscore
 points there, i.e. the per-game paired point estimate is above 0; every other game plays greedy. A game the
 validation run did not play is not guided (nothing says guidance pays there).
+
+The gate can also be read from a PRM folder of ``train-prm`` (its ``metrics.json``), with no validation eval run:
+a game is guided when the PRM's validation Δ/σ on sibling replies (``validation_sibling_games``: the mean score
+gap in favour of the better of two replies to one context over the PRM's own gap between equal replies) is at
+least ``MIN_DELTA_OVER_SIGMA`` on at least ``MIN_SIBLING_PAIRS`` pairs. Why 1: below it the PRM's noise between
+replies of equal value is larger than the gap it finds in favour of the better one, and Dalal et al. (2026) find
+the useful search width growing with (Δ/σ)². It is not tuned and is conservative: the PRMs measured on the small
+preset sat at Δ/σ 0.04-0.69, and the one whose best-of-4 beat greedy on the weaker policy (mc labels, ``--loss
+both``) had 0.41-0.56 there, so this rule would have kept those games greedy (BENCHMARKS.md, issue 33).
 """
 
 from __future__ import annotations
