@@ -42,8 +42,10 @@ def prm_folder(folder: Path, games: dict[str, tuple]) -> Path:
 
 
 def test_the_gate_from_a_prm_guides_games_whose_sibling_signal_beats_its_noise(tmp_path):
-    from playprm.report.gating import read_gate
+    from playprm.report.gating import PRM_METRICS_FILE, read_gate
+    from playprm.train.run_dir import METRICS_FILE
 
+    assert PRM_METRICS_FILE == METRICS_FILE  # the gate reads the file train-prm writes
     gate = read_gate(prm_folder(tmp_path / "prm", {"referencegame": (1.2, 40), "taboo": (0.6, 400),
                                                     "wordle": (3.0, 5), "imagegame": (None, 0)}))
     assert {game for game, row in gate.items() if row["guided"]} == {"referencegame"}

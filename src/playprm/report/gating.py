@@ -24,7 +24,9 @@ from pathlib import Path
 from playprm.errors import UsageError
 
 PAIRED_FILE = "paired.json"
-PRM_METRICS_FILE = "metrics.json"  # train-prm's (playprm.train.run_dir.METRICS_FILE)
+# train-prm's metrics file (playprm.train.run_dir.METRICS_FILE), named here: importing train/ from report/ would close
+# a cycle (train/ reads reports back), which tests/test_where_things_live.py forbids
+PRM_METRICS_FILE = "metrics.json"
 MIN_DELTA_OVER_SIGMA = 1.0
 MIN_SIBLING_PAIRS = 20
 
