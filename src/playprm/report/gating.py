@@ -12,7 +12,7 @@ gap in favour of the better of two replies to one context over the PRM's own gap
 least ``MIN_DELTA_OVER_SIGMA`` on at least ``MIN_SIBLING_PAIRS`` pairs. Why 1: below it the PRM's noise between
 replies of equal value is larger than the gap it finds in favour of the better one, and Dalal et al. (2026) find
 the useful search width growing with (Δ/σ)². It is not tuned and is conservative: the PRMs measured on the small
-preset sat at Δ/σ 0.04-0.69, and the one whose best-of-4 beat greedy on the weaker policy (mc labels, ``--loss
+preset sat at Δ/σ −0.28 to 0.69, and the one whose best-of-4 beat greedy on the weaker policy (mc labels, ``--loss
 both``) had 0.41-0.56 there, so this rule would have kept those games greedy (BENCHMARKS.md, issue 33).
 """
 
