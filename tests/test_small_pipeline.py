@@ -147,14 +147,21 @@ def test_the_small_preset_runs_every_stage_and_writes_results(tmp_path, monkeypa
     results = json.loads((tmp_path / "results.json").read_text())
     names = {row["name"] for row in results["rows"]}
     assert {"base-greedy", "sft-greedy", "sft-sampled", "sft-prm-bon2", "sft-logprob-bon2", "sft-oracle-bon2",
-            "sft-beam", "sft-lf-beam", "sft-prm-anchored-bon2", "sft-prm-anchored-gated-bon4", "weak-greedy",
-            "weak-prm-anchored-bon4", "weak-oracle-bon4"} <= names
+            "sft-beam", "sft-lf-beam", "sft-prm-anchored-bon2", "sft-prm-gated-bon4", "weak-greedy",
+            "weak-prm-anchored-bon4", "weak-oracle-bon4", "weak-prm-gated-bon4"} <= names
     by_name = {row["name"]: row for row in results["rows"]}
     assert (by_name["sft-prm-anchored-bon2"]["selection"], by_name["sft-prm-anchored-bon2"]["n"]) == ("anchored", 2)
     assert by_name["sft-prm-anchored-bon2"]["switch_rate"] is not None  # anchored rows log their greedy candidate
     assert by_name["sft-prm-bon2"]["switch_rate"] is None  # argmax over samples has no greedy to switch from
-    assert by_name["sft-prm-anchored-gated-bon4"]["gate"].startswith("referencegame: ")
-    assert (workdir / "validation" / "paired.json").is_file()  # the gate is decided on the validation split
+    for kind in ("sft", "weak"):  # each policy's gate, decided on its own validation comparison
+        assert by_name[f"{kind}-prm-gated-bon4"]["gate"].startswith("referencegame: ")
+        assert (workdir / "validation" / kind / "paired.json").is_file()
+        argv = dict(preset.steps(workdir))[f"eval {kind}-prm-gated-bon4"]
+        assert argv[argv.index("--gate-from") + 1] == str(workdir / "validation" / kind / "paired.json")
+        compared = dict(preset.steps(workdir))[f"validation report {kind}"]
+        assert all(str(workdir / "validation") in path for path in compared[2:4])  # never the held-out runs
+    assert all(row["room_share"] is None or isinstance(row["room_share"], float) for row in results["rows"])
+    assert [g["policy"] for g in results["glance"]] == ["weak", "sft"]
     for row in results["rows"]:
         assert (tmp_path / row["results_dir"]).is_dir() and row["episodes"] == 4
     assert [row["env_lookahead"] for row in results["rows"] if row["name"] == "sft-beam"] == [True]
@@ -273,8 +280,9 @@ def test_dpo_trains_each_policy_on_its_own_rollout_pairs_and_plays_it_greedy_hel
     plain = dict(small.SmallPreset(seed=3).steps(work))
     steps = small.SmallPreset(seed=3, dpo=True).steps(work)
     added = dict((stage, argv) for stage, argv in steps if stage not in plain)
-    assert list(added) == ["collect weak", "pref-data sft", "train-dpo sft", "eval sft-dpo-greedy", "pref-data weak",
-                           "train-dpo weak", "eval weak-dpo-greedy"]
+    assert list(added) == ["collect weak", "pref-data sft", "train-dpo sft", "eval sft-dpo-greedy",
+                           "eval sft-dpo-prm-bon4", "pref-data weak", "train-dpo weak", "eval weak-dpo-greedy",
+                           "eval weak-dpo-prm-bon4"]
     assert steps[-1][0] == "summarize"
     flag = lambda argv, name: argv[argv.index(name) + 1]  # noqa: E731
     weak = str(work / "sft-policy" / f"checkpoint-{small.SmallPreset().sft_steps // 2}")
@@ -290,7 +298,12 @@ def test_dpo_trains_each_policy_on_its_own_rollout_pairs_and_plays_it_greedy_hel
         assert flag(play, "--policy-model") == flag(train, "--output-dir") and "--mode" not in play
         assert flag(play, "--games-dir") == str(work / small.HELD_OUT)
         assert flag(play, "--results-dir") == str(work / "results" / f"{kind}-dpo-greedy")
-    assert {("sft-dpo-greedy", "sft-greedy"), ("weak-dpo-greedy", "weak-greedy")} <= set(small.PAIRS)
+        search = added[f"eval {kind}-dpo-prm-bon4"]  # search on top of learning: the same PRM on the DPO policy
+        assert flag(search, "--policy-model") == flag(train, "--output-dir")
+        assert (flag(search, "--mode"), flag(search, "--n-candidates"), flag(search, "--prm-path")) == (
+            "best-of-n", "4", str(work / "prm"))
+    assert {("sft-dpo-greedy", "sft-greedy"), ("weak-dpo-greedy", "weak-greedy"),
+            ("sft-dpo-prm-bon4", "sft-dpo-greedy"), ("weak-dpo-prm-bon4", "weak-dpo-greedy")} <= set(small.PAIRS)
     assert {"sft-dpo-greedy", "weak-dpo-greedy"} <= {row.name for row in small.SmallPreset().grid()}
 
 

@@ -203,13 +203,26 @@ def test_resumed_prm_run_ends_with_the_weights_of_an_uninterrupted_run(card_mode
 
 
 def test_bradley_terry_on_pairs_orders_chosen_above_rejected(card_models, tmp_path):
-    # the pair loss reads the head's scores, not the layers behind them: the card's layout alone
+    # the pair loss reads the head's scores, not the layers behind them: the card's layout alone. No --loss: the
+    # default trains with both where the data holds sibling pairs (the loss that ranked siblings best)
     data = write_prm_data(tmp_path / "data", train=8, validation=4, with_pairs=True)
-    assert train_prm_cli(card_models, data, tmp_path / "out", "--loss", "both", "--max-steps", "12",
+    assert train_prm_cli(card_models, data, tmp_path / "out", "--max-steps", "12",
                          "--eval-steps", "6", "--save-steps", "6") == 0
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert metrics["loss"] == "both" and metrics["train_pairs"] == 24 and metrics["validation_pairs"] == 12
     assert metrics["validation_pair_accuracy"] >= 0.9 and metrics["validation_auroc"] >= 0.9
+
+
+def test_the_default_loss_is_both_where_the_data_holds_pairs_and_bce_where_it_does_not(tmp_path):
+    from playprm.train.prm import resolve_loss
+
+    plain = write_prm_data(tmp_path / "plain", train=2, validation=1)
+    paired = write_prm_data(tmp_path / "paired", train=2, validation=1, with_pairs=True)
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "pairs.jsonl").write_text("")
+    assert (resolve_loss("auto", plain), resolve_loss("auto", paired), resolve_loss("auto", tmp_path / "empty")) == (
+        "bce", "both", "bce")
+    assert resolve_loss("bt", plain) == "bt"  # a loss the user names is kept (and checked against the data later)
 
 
 def test_pairs_follow_the_instance_split_of_the_turn_records():
@@ -224,7 +237,7 @@ def test_pairs_follow_the_instance_split_of_the_turn_records():
     ("context", [], "train.jsonl:2: 'messages' must end with a user message, not an assistant one"),
     ("none", ["--loss", "bt"], "--loss bt needs"),
     ("none", ["--require-cuda"], "--require-cuda is set but no CUDA device"),
-    ("none", ["--loss", "mse"], "--loss must be one of bce, bt, both, not 'mse'"),
+    ("none", ["--loss", "mse"], "--loss must be one of auto, bce, bt, both, not 'mse'"),
     ("none", ["--bt-wieght", "2"], "did you mean --bt-weight"),
 ])
 def test_bad_prm_input_is_a_one_line_usage_error(problem, extra, expected, card_models, tmp_path, capsys):
@@ -251,7 +264,7 @@ def test_prm_recipes_name_only_known_settings(recipe):
     from playprm.train.recipe import load_recipe
 
     settings = load_recipe(recipe, PRMTrainingConfig, fixed=("model", "data"))
-    assert settings["model"] and settings.get("loss", "bce") in ("bce", "bt", "both")
+    assert settings["model"] and settings.get("loss", "auto") in ("auto", "bce", "bt", "both")
 
 
 def test_train_prm_writes_the_switch_margin_from_sibling_replies_in_validation(card_models, tmp_path):

@@ -18,8 +18,9 @@ def register(subparsers) -> None:
     )
     add_run_arguments(parser, data_help="folder with train.jsonl, validation.jsonl [, pairs.jsonl] from prm-data",
                       recipe_example="recipes/qwen3.5-27b/prm.yaml")
-    parser.add_argument("--loss", default=None, metavar="{bce,bt,both}",
-                        help="bce on soft turn labels (default), bt on pairs.jsonl, or both")
+    parser.add_argument("--loss", default=None, metavar="{auto,bce,bt,both}",
+                        help="bce on soft turn labels, bt on pairs.jsonl, or both; auto (default): both where the "
+                             "data holds sibling pairs (the loss that ranked siblings best, BENCHMARKS.md), else bce")
     parser.set_defaults(func=run)
 
 

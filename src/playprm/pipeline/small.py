@@ -95,14 +95,16 @@ class SmallPreset:
     dpo_min_gap: float = 1.0
     dpo_weak_instances: int = 500  # per experiment: the weaker policy's own branched rollouts for its pairs
 
-    def rows(self, prm: str = "prm", gate: str = "validation/paired.json") -> list[GridRow]:
+    def rows(self, prm: str = "prm", gate: str = "validation") -> list[GridRow]:
         """The evaluation grid on held-out instances (base greedy and round 2 come with their own stages), the
-        PRM read from ``prm`` and the per-game gate from ``gate``."""
+        PRM read from ``prm`` and each policy's per-game gate from ``gate/<policy>/paired.json``."""
         best_of = lambda n, scorer, selection="argmax", **kw: best_of_row(n, scorer, selection, prm, gate, **kw)  # noqa: E731
         rows = [GridRow("sft-greedy"), GridRow("sft-sampled", ("--temperature", str(SAMPLING_TEMPERATURE)))]
         rows += [best_of(n, "prm") for n in self.ns]
         rows += [best_of(n, "prm", "anchored") for n in self.ns]
-        rows += [best_of(4, "prm", "anchored", gated=True)]
+        # the card's argmax best-of-4, guided only in the games where it beat greedy on the validation split (each
+        # policy gated by its own validation comparison: search pays for the weaker policy, not for the trained)
+        rows += [best_of_row(4, "prm", "argmax", prm, gate_of(gate, "sft"), gated=True)]
         rows += [best_of(n, "logprob") for n in self.ns]
         rows += [best_of(n, "expert") for n in self.oracle_ns]
         n, prm_flags = CARD["n_candidates"], ("--prm-path", prm)
@@ -115,11 +117,18 @@ class SmallPreset:
             rows += [best_of(4, scorer, selection, policy="weak", prefix="weak")
                      for scorer, selection in (("prm", "argmax"), ("prm", "anchored"), ("logprob", "argmax"),
                                                ("expert", "argmax"))]
+            rows += [best_of_row(4, "prm", "argmax", prm, gate_of(gate, "weak"), policy="weak", prefix="weak",
+                                 gated=True)]
         return rows
 
     def validation_rows_at(self, prm: str) -> list[GridRow]:
-        """What the per-game gate is decided on: greedy and anchored PRM best-of-4 on the validation split."""
-        return [GridRow("sft-greedy"), best_of_row(4, "prm", "anchored", prm, "")]
+        """What the per-game gates are decided on: each policy's greedy and argmax PRM best-of-4 on the validation
+        split (never the held-out instances)."""
+        rows = [GridRow("sft-greedy"), best_of_row(4, "prm", "argmax", prm, "")]
+        if self.weak_policy:
+            rows += [GridRow("weak-greedy", policy="weak"),
+                     best_of_row(4, "prm", "argmax", prm, "", policy="weak", prefix="weak")]
+        return rows
 
     def steps(self, workdir: Path) -> list[tuple[str, list[str]]]:
         """(stage, argv) of the whole pipeline, every path under ``workdir``. The evaluations name the trained
@@ -174,15 +183,17 @@ class SmallPreset:
                            "--eval-steps", "0.25", "--save-steps", "0.5", "--logging-steps", "50",
                            "--activation-checkpointing", "false", "--seed", str(s)]),
         ]
-        steps += [(f"validation {row.name}", ["eval", "--policy-model", policy, *row.flags, "--games-dir", validation,
-                                              *games, *decoding, "--results-dir", w(f"validation/{row.name}")])
+        steps += [(f"validation {row.name}", ["eval", "--policy-model", policies[row.policy], *row.flags,
+                                              "--games-dir", validation, *games, *decoding,
+                                              "--results-dir", w(f"validation/{row.name}")])
                   for row in self.validation_rows_at(w("prm"))]
-        steps += [("validation report", ["report", "--compare", w("validation/sft-greedy"),
-                                         w("validation/sft-prm-anchored-bon4"), "--paired", "sft-prm-anchored-bon4",
-                                         "sft-greedy", "--out", w("validation")])]
+        steps += [(f"validation report {kind}", ["report", "--compare", w(f"validation/{kind}-greedy"),
+                                                 w(f"validation/{kind}-prm-bon4"), "--paired", f"{kind}-prm-bon4",
+                                                 f"{kind}-greedy", "--out", w(f"validation/{kind}")])
+                  for kind in (("sft", "weak") if self.weak_policy else ("sft",))]
         steps += [(f"eval {row.name}", ["eval", "--policy-model", policies[row.policy], *row.flags, *eval_common,
                                         "--results-dir", w(f"results/{row.name}")])
-                  for row in self.rows(w("prm"), w("validation/paired.json"))]
+                  for row in self.rows(w("prm"), w("validation"))]
         if self.dpo:
             steps += self.dpo_steps_of(w, policies, games, eval_common)
         if self.rounds >= 2:
@@ -241,6 +252,10 @@ class SmallPreset:
                                        "--model-name", f"{POLICY}-{kind}-dpo"]),
                 (f"eval {kind}-dpo-greedy", ["eval", "--policy-model", out, *eval_common,
                                              "--results-dir", w(f"results/{kind}-dpo-greedy")]),
+                # search on top of learning: does the PRM's best-of-4 add to what DPO gained?
+                (f"eval {kind}-dpo-prm-bon4", ["eval", "--policy-model", out,
+                                               *best_of_row(4, "prm", "argmax", w("prm"), "").flags, *eval_common,
+                                               "--results-dir", w(f"results/{kind}-dpo-prm-bon4")]),
             ]
         return steps
 
@@ -249,6 +264,11 @@ class SmallPreset:
         and round 2's greedy row (present only after ``--rounds 2``)."""
         return [GridRow("base-greedy", policy="base"), *self.rows(), GridRow(ROUND2_ROW, policy="round2"),
                 *DPO_ROWS]
+
+
+def gate_of(gate: str, policy: str) -> str:
+    """The paired.json a policy's gated row reads: ``gate/<policy>/paired.json`` (its validation comparison)."""
+    return str(Path(gate) / policy / "paired.json")
 
 
 def best_of_row(n: int, scorer: str, selection: str, prm: str, gate: str, *, policy: str = "sft", prefix: str = "sft",
@@ -272,7 +292,9 @@ TRAIN = "splits/train"
 VALIDATION = "splits/validation"  # the per-game gate's split: shares no instance with train or held-out
 
 ROUND2_ROW = "sft-round2-greedy"  # expert iteration (--rounds 2)
-DPO_ROWS = (GridRow("sft-dpo-greedy", policy="sft-dpo"), GridRow("weak-dpo-greedy", policy="weak-dpo"))  # --dpo
+DPO_ROWS = (GridRow("sft-dpo-greedy", policy="sft-dpo"), GridRow("weak-dpo-greedy", policy="weak-dpo"),  # --dpo
+            GridRow("sft-dpo-prm-bon4", n=4, scorer="prm", selection="argmax", policy="sft-dpo"),
+            GridRow("weak-dpo-prm-bon4", n=4, scorer="prm", selection="argmax", policy="weak-dpo"))
 
 # the paired comparisons RESULTS.md shows (rows of the grid); the round-2 ones where that row exists.
 # expert best-of-4 - greedy is the room any scorer has at N = 4: where its CI holds 0, no PRM can show a gain
@@ -283,11 +305,16 @@ PAIRS = [("sft-greedy", "base-greedy"), ("sft-prm-bon4", "sft-greedy"), ("sft-pr
          ("sft-prm-anchored-bon2", "sft-greedy"), ("sft-prm-anchored-bon4", "sft-greedy"),
          ("sft-prm-anchored-bon8", "sft-greedy"), ("sft-prm-anchored-bon16", "sft-greedy"),
          ("sft-prm-anchored-bon16", "sft-prm-anchored-bon4"), ("sft-prm-anchored-bon4", "sft-logprob-bon4"),
-         ("sft-prm-anchored-bon4", "sft-prm-bon4"), ("sft-prm-anchored-gated-bon4", "sft-greedy"),
+         ("sft-prm-anchored-bon4", "sft-prm-bon4"),
+         # the card's best-of-4, guided where it beat greedy on the validation split (a gate per policy)
+         ("sft-prm-gated-bon4", "sft-greedy"), ("weak-prm-gated-bon4", "weak-greedy"),
          # the weaker policy, where any scorer has room
          ("weak-oracle-bon4", "weak-greedy"), ("weak-prm-bon4", "weak-greedy"), ("weak-prm-anchored-bon4", "weak-greedy"),
          ("weak-prm-anchored-bon4", "weak-logprob-bon4"), ("weak-logprob-bon4", "weak-greedy"),
          (ROUND2_ROW, "sft-greedy"), (ROUND2_ROW, "sft-prm-bon4"),
          # SFT + DPO (--dpo), against greedy and the PRM's best-of-4 of the same policy
          ("sft-dpo-greedy", "sft-greedy"), ("weak-dpo-greedy", "weak-greedy"), ("sft-dpo-greedy", "sft-prm-bon4"),
-         ("weak-dpo-greedy", "weak-prm-bon4")]
+         ("weak-dpo-greedy", "weak-prm-bon4"),
+         # search on top of learning: the PRM's best-of-4 of the DPO policy, against its greedy and SFT greedy
+         ("sft-dpo-prm-bon4", "sft-dpo-greedy"), ("weak-dpo-prm-bon4", "weak-dpo-greedy"),
+         ("sft-dpo-prm-bon4", "sft-greedy"), ("weak-dpo-prm-bon4", "weak-greedy")]

@@ -175,7 +175,7 @@ def plot_against_n(rows: list[dict], path: Path) -> Path:
 
 # rows drawn as single points on the compute plot (the best-of-N rows are lines), with their marker
 SINGLE_ROWS = (("sft-greedy", "s"), ("sft-sampled", "v"), ("sft-lf-beam", "D"), ("sft-round2-greedy", "P"),
-               ("sft-beam", "x"), ("sft-prm-anchored-gated-bon4", "*"), ("sft-dpo-greedy", "h"))
+               ("sft-beam", "x"), ("sft-prm-gated-bon4", "*"), ("sft-dpo-greedy", "h"))
 
 
 def plot_against_tokens(rows: list[dict], path: Path) -> Path:
@@ -259,7 +259,7 @@ def write_results(workdir: Path, *, command: str, seed: int, pairs: list[tuple[s
               for d in paired_from_comparison(comparison, wanted, n_resamples=n_resamples, seed=seed)]
     prm_metrics_file = workdir / "prm" / "metrics.json"
     training = json.loads(prm_metrics_file.read_text()) if prm_metrics_file.is_file() else {}
-    prm = {"heldout": heldout_prm_quality(workdir, heldout_run),
+    prm = {"heldout": heldout_prm_quality(workdir, heldout_run), "loss": training.get("loss"),
            "training_validation": {k: training.get(f"validation_{k}") for k in ("auroc", "brier")},
            # what best-of-N asks of the PRM: to order replies to one context (train-prm's validation siblings)
            "siblings": {k: training.get(f"validation_sibling_{k}")
@@ -268,8 +268,11 @@ def write_results(workdir: Path, *, command: str, seed: int, pairs: list[tuple[s
     stages = json.loads((workdir / STAGE_FILE).read_text()) if (workdir / STAGE_FILE).is_file() else {}
     switches = {r["name"]: switch_outcomes(workdir, r["name"]) for r in rows if r.get("selection") == "anchored"
                 and r.get("policy") == "sft"}
+    for name, share in room_shares(rows).items():
+        next(r for r in rows if r["name"] == name)["room_share"] = share
     document = {"title": title, "about": list(about), "command": command, "seed": seed, "rows": rows, "paired": [d.as_dict() for d in paired],
                 "switches": switches, "prm": prm, "stage_seconds": stages, "versions": _versions()}
+    document["glance"] = glance(rows, document["paired"], stages)
     json_path = atomic.write_json(workdir / "results.json", document)
     plot_against_n(rows, workdir / "clemscore_vs_n.png")
     plot_against_tokens(rows, workdir / "clemscore_vs_tokens.png")
@@ -289,6 +292,84 @@ def sibling_line(siblings: dict) -> str:
             f"- sibling ranking on the validation split's replies to one context: sibling accuracy "
             f"{siblings['accuracy']:.3f} over {siblings.get('pairs')} pairs (0.5 is chance)") + (
             f" (per game Δ/σ: {games})" if games else "")
+
+
+# what each policy's learning rows are, for the table at a glance: (row suffix, method), the policy's kind
+# ("weak" or "sft") before the suffix; rows a preset did not run are left out
+LEARNED = (("dpo-greedy", "SFT + DPO, greedy"), ("grpo-greedy", "GRPO, greedy"), ("wsft-greedy", "value-weighted SFT, greedy"),
+           ("prm-bon4", "PRM best-of-4 (argmax)"), ("prm-gated-bon4", "PRM best-of-4, gated"),
+           ("dpo-prm-bon4", "SFT + DPO, PRM best-of-4"), ("grpo-prm-bon4", "GRPO, PRM best-of-4"),
+           ("round2-greedy", "expert iteration, greedy"))
+# training stages whose seconds a learned row's cost counts, by the row suffix's method (the stage names of
+# pipeline.small and pipeline.smol end in the policy's kind)
+TRAINING_STAGES = {"dpo": ("collect weak", "pref-data", "train-dpo"), "grpo": ("train-grpo",),
+                   "wsft": ("collect weak", "sft-data wsft", "train-wsft"), "round2": ("round 2",)}
+
+
+def kind_of(row: dict) -> str | None:
+    """``weak`` or ``sft``: the policy a row's learning started from (``sft-dpo`` -> ``sft``), None for base."""
+    policy = row.get("policy") or ""
+    kind = policy.split("-", 1)[0]
+    return kind if kind in ("sft", "weak") else None
+
+
+def room_shares(rows: list[dict]) -> dict[str, float | None]:
+    """Each row's share of the room: (row - its policy's greedy) / (its policy's expert best-of-4 - that greedy),
+    whole-run clemscores; None where a term is missing or the room is not positive."""
+    by_name = {r["name"]: r["clemscore"] for r in rows}
+    shares = {}
+    for row in rows:
+        kind = kind_of(row)
+        greedy, room = by_name.get(f"{kind}-greedy"), by_name.get(f"{kind}-oracle-bon4")
+        ok = None not in (greedy, room, row["clemscore"]) and room - greedy > 0
+        shares[row["name"]] = round((row["clemscore"] - greedy) / (room - greedy), 4) if ok else None
+    return shares
+
+
+def glance(rows: list[dict], paired: list[dict], stages: dict) -> list[dict]:
+    """The grid's story per policy: greedy, the learned row with the largest paired gain over that greedy, and
+    the room (expert best-of-4 - greedy), each paired difference with its CI and the best row's cost."""
+    by_name = {r["name"]: r for r in rows}
+    differences = {(d["a"], d["b"]): d for d in paired if d.get("score") == paired[0].get("score")} if paired else {}
+    out = []
+    for kind in ("weak", "sft"):
+        greedy = by_name.get(f"{kind}-greedy")
+        if greedy is None:
+            continue
+        learned = [(differences[(f"{kind}-{suffix}", greedy["name"])], method, suffix) for suffix, method in LEARNED
+                   if (f"{kind}-{suffix}", greedy["name"]) in differences]
+        best = max(learned, key=lambda item: item[0]["difference"], default=None)
+        record = {"policy": kind, "greedy": greedy["clemscore"], "greedy_ci": greedy["ci"],
+                  "room": differences.get((f"{kind}-oracle-bon4", greedy["name"]))}
+        if best is not None:
+            difference, method, suffix = best
+            row = by_name[difference["a"]]
+            method_key = suffix.split("-", 1)[0]
+            seconds = sum(v for k, v in stages.items() if k.startswith(TRAINING_STAGES.get(method_key, ("-",)))
+                          and k.endswith(kind))
+            record.update(best=difference["a"], method=method, difference=difference["difference"],
+                          ci=difference["ci"], tokens=row.get("generated_tokens_per_episode"),
+                          training_seconds=round(seconds, 1) if seconds else None,
+                          share=(difference["difference"] / record["room"]["difference"]
+                                 if record["room"] and record["room"]["difference"] > 0 else None))
+        out.append(record)
+    return out
+
+
+def _glance_table(records: list[dict]) -> str:
+    from playprm.report.render import markdown_table, number
+
+    def diff(d):
+        return f"{d['difference']:+.2f} [{d['ci'][0]:+.2f}, {d['ci'][1]:+.2f}]" if d else "not run"
+
+    return markdown_table(
+        ["policy", "greedy [95% CI]", "best learned row", "its gain over greedy [paired CI]", "share of the room",
+         "room: expert best-of-4 − greedy [paired CI]", "cost: gen tokens / episode, training s"],
+        [[r["policy"], f"{number(r['greedy'])} [{number(r['greedy_ci'][0])}, {number(r['greedy_ci'][1])}]",
+          f"{r['best']} ({r['method']})" if r.get("best") else "none run", diff(r) if r.get("best") else "",
+          f"{100 * r['share']:.0f} %" if r.get("share") is not None else "", diff(r["room"]),
+          (f"{number(r.get('tokens'), 0)}, " + (f"{r['training_seconds']:.0f}" if r.get("training_seconds") else "0"))
+          if r.get("best") else ""] for r in records])
 
 
 def _switch_cell(row: dict) -> str:
@@ -317,11 +398,12 @@ def _markdown(document: dict, paired_table: str) -> str:
     rows = document["rows"]
     games = sorted({g for r in rows for g in r["games"]})
     grid = markdown_table(
-        ["row", "policy", "mode", "N", "scorer", "selection", "clemscore [95% CI]", "switch rate", "episodes",
-         "gen tokens / episode"],
+        ["row", "policy", "mode", "N", "scorer", "selection", "clemscore [95% CI]", "share of the room",
+         "switch rate", "episodes", "gen tokens / episode"],
         [[r["name"], r.get("policy") or "", r["mode"] + (" (env lookahead)" if r["env_lookahead"] else ""),
           str(r["n"]), r.get("scorer") or "", (r.get("selection") or "") + (", gated" if r.get("gated") else ""),
-          f"{number(r['clemscore'])} [{number(r['ci'][0])}, {number(r['ci'][1])}]", _switch_cell(r),
+          f"{number(r['clemscore'])} [{number(r['ci'][0])}, {number(r['ci'][1])}]",
+          f"{100 * r['room_share']:.0f} %" if r.get("room_share") is not None else "", _switch_cell(r),
           str(r["episodes"]), number(r["generated_tokens_per_episode"], 0)] for r in rows])
     switches = markdown_table(
         ["anchored row", "episodes with a switch", "won against greedy", "lost", "same"],
@@ -343,12 +425,18 @@ def _markdown(document: dict, paired_table: str) -> str:
         "no clemscore in clemcore's table; 0 % played makes it 0 here and in the paired differences.",
         "- `sft-oracle-bon<N>` ranks candidates by agreement with the programmatic expert's move for the player's "
         "context (it sees no hidden game state): an upper bound, not a PRM.", "",
+        *(["## At a glance (held-out, paired against each policy's greedy)", "", _glance_table(document["glance"]), "",
+           "- the room: what the programmatic expert gains choosing among the same policy's 4 samples per turn; "
+           "share of the room: a row's gain over greedy divided by it. Cost: the best row's generated tokens per "
+           "episode and its training stages' wall seconds (2 CPU cores).", ""] if document.get("glance") else []),
         "## Grid (held-out)", "", grid, "",
         "- `policy`: `sft` the trained policy, `weak` its half-way checkpoint (room above greedy for any scorer), "
         "`base` the model SFT started from. `selection`: `argmax` plays the best-scored candidate (the "
         "card's); `anchored` keeps the policy's greedy reply unless a sampled candidate beats its PRM score by the "
         "margin train-prm measured on its validation rollouts for this N (`--switch-margin auto`); `gated` guides "
-        "only the games where anchored best-of-4 beat greedy on the validation split (`validation/paired.md`). "
+        "only the games where the same policy's argmax best-of-4 beat its greedy on the validation split "
+        "(`validation/<policy>/paired.md`, never held-out instances). `share of the room`: (row − its policy's "
+        "greedy) / (its expert best-of-4 − greedy). "
         "`switch rate`: guided turns that played another reply than greedy; a row that never switches equals greedy "
         "by construction.", "",
         *[f"- gate of `{r['name']}`: {r['gate']}" for r in rows if r.get("gate")], "",
@@ -357,6 +445,8 @@ def _markdown(document: dict, paired_table: str) -> str:
         "![clemscore against N](clemscore_vs_n.png)", "", "![clemscore against generated tokens](clemscore_vs_tokens.png)",
         "", "## Paired differences (same held-out instances, paired bootstrap 95% CI)", "", paired_table, "",
         "## The PRM", "",
+        f"- trained with loss `{prm.get('loss') or 'not recorded'}` (`both`: the turn values' cross-entropy plus "
+        "Bradley-Terry over sibling replies, train-prm's default where the data holds sibling pairs)",
         f"- held-out turns of `{Path(heldout.get('run', '')).name}` ({heldout.get('turns', 0)} turns, outcome labels, "
         f"{number(heldout.get('positive_share'))} positive): AUROC {number(heldout.get('auroc'))}, "
         f"Brier {number(heldout.get('brier'))}",

@@ -300,6 +300,19 @@ def build_prm(base, config, *, initial_label_rate: float):
     return model
 
 
+def resolve_loss(loss: str, data_dir: Path) -> str:
+    """The loss ``auto`` stands for on ``data_dir``: ``both`` where pairs.jsonl holds a sibling pair, else ``bce``;
+    any other loss as it is."""
+    if loss != "auto":
+        return loss
+    pairs_file = Path(data_dir) / PAIRS_FILE
+    if pairs_file.is_file():
+        with pairs_file.open(encoding="utf-8") as lines:
+            if any(line.strip() for line in lines):
+                return "both"
+    return "bce"
+
+
 def read_prm_dataset(data_dir: Path, loss: str) -> dict[str, list[dict]]:
     """``{"train", "validation", "pairs_train", "pairs_validation"}`` from ``data_dir``; checks that the chosen
     loss has its data (``bt`` / ``both`` need pairs.jsonl)."""
@@ -336,6 +349,7 @@ def train_prm(config, base, data_dir: Path, *, resume: bool = False, callbacks=(
     if shards_parameters(config):
         raise UsageError("train-prm runs under DDP (torchrun / accelerate launch without DeepSpeed or FSDP): "
                          "a 4-bit 27B backbone fits one 48 GB GPU per process; drop --deepspeed / --fsdp")
+    config.loss = resolve_loss(config.loss, Path(data_dir))  # recorded as resolved (metrics.json, card, config)
     data = read_prm_dataset(Path(data_dir), config.loss)
     checkpoint = checkpoint_to_resume(output_dir, resume)
     base = import_gguf_base(base, config, announce)

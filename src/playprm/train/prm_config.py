@@ -6,7 +6,7 @@ from transformers import TrainingArguments
 
 from playprm.train.qlora import ModelCardArguments, resolve_device_defaults
 
-LOSSES = ("bce", "bt", "both")
+LOSSES = ("auto", "bce", "bt", "both")
 
 
 @dataclass
@@ -15,8 +15,11 @@ class PRMTrainingConfig(ModelCardArguments, TrainingArguments):
 
     Parameters:
         loss: ``bce`` (binary cross-entropy on the soft turn labels of train.jsonl), ``bt`` (Bradley-Terry on
-            pairs.jsonl: -log sigmoid(score(chosen) - score(rejected))) or ``both`` (their sum, BT weighted by
-            ``bt_weight``).
+            pairs.jsonl: -log sigmoid(score(chosen) - score(rejected))), ``both`` (their sum, BT weighted by
+            ``bt_weight``) or ``auto`` (the default): ``both`` where the data holds sibling pairs (pairs.jsonl with
+            at least one pair), else ``bce``. ``both`` is the loss whose PRM ranked siblings best and whose
+            best-of-4 beat greedy on held-out instances (BENCHMARKS.md, issue 33's three seeds); the run records
+            the loss it resolved to.
         bt_weight: weight of the Bradley-Terry term with ``loss: both``.
         max_length: longest sequence in tokens; records whose context and reply do not fit are skipped (and
             counted), never cut, since the score is read at the reply's last token.
@@ -27,7 +30,7 @@ class PRMTrainingConfig(ModelCardArguments, TrainingArguments):
     meaningful as differences).
     """
 
-    loss: str = "bce"
+    loss: str = "auto"
     bt_weight: float = 1.0
     max_length: int = 1024
     remove_unused_columns: bool = False  # batches are built by PRMCollator, not from named columns
