@@ -97,3 +97,23 @@ def test_a_gated_run_guides_the_chosen_game_plays_the_other_greedy_and_says_why(
         game = path.relative_to(run_dir).parts[0]
         modes.setdefault(game, set()).update(json.loads(line)["mode"] for line in path.read_text().splitlines())
     assert modes["referencegame"] == {"best-of-n"} and modes["taboo"] == {"greedy"}
+
+
+def test_the_gate_threshold_is_fitted_on_held_halves_of_validation_episodes_alone():
+    # cross-fitting decides on one half of a validation comparison and scores the other: guidance that wins
+    # everywhere is kept, guidance that loses everywhere is dropped, whatever the threshold's own half says
+    import pandas as pd
+
+    from playprm.report.gating import cross_fit
+
+    def frame(qualities):
+        return pd.DataFrame({"game": "g", "experiment": "e", "episode": [f"ep{i}" for i in range(len(qualities))],
+                             "played": True, "quality": qualities})
+
+    greedy = frame([50.0] * 40)
+    comparisons = {"pays": (frame([60.0] * 40), greedy), "loses": (frame([45.0] * 40), greedy)}
+    fits = cross_fit(comparisons, [-100.0, 0.0, 100.0], splits=5)
+    assert fits[-100.0]["per_comparison"] == {"pays": 10.0, "loses": -5.0}  # always guide
+    assert fits[0.0]["per_comparison"] == {"pays": 10.0, "loses": 0.0}  # guide where validation won
+    assert fits[100.0]["gain"] == 0.0 and fits[100.0]["guided"] == 0.0  # never guide
+    assert fits[0.0]["gain"] == 5.0 and fits[0.0]["guided"] == 0.5

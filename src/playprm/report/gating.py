@@ -24,6 +24,9 @@ from pathlib import Path
 from playprm.errors import UsageError
 
 PAIRED_FILE = "paired.json"
+# a game is guided when guidance beat greedy on the validation split by at least this many clemscore points (the
+# paired point estimate); chosen by ``cross_fit`` on the small preset's validation runs (docs/inference.md)
+MIN_VALIDATION_POINTS = 0.0
 # train-prm's metrics file (playprm.train.run_dir.METRICS_FILE), named here: importing train/ from report/ would close
 # a cycle (train/ reads reports back), which tests/test_where_things_live.py forbids
 PRM_METRICS_FILE = "metrics.json"
@@ -58,7 +61,7 @@ def read_gate(path: Path) -> dict[str, dict]:
     gate = {}
     for row in games:
         points = float(row.get("points", float("nan")))
-        guided = points > 0
+        guided = points > MIN_VALIDATION_POINTS  # nan compares False: greedy
         verdict = "guided" if guided else "greedy"
         gate[str(row["game"])] = {
             "guided": guided, "points": points, "ci": row.get("points_ci"), "episodes": row.get("episodes"),
@@ -92,3 +95,35 @@ def sibling_gate(file: Path) -> dict[str, dict]:
                            "reason": f"{'guided' if guided else 'greedy'}: {why} (guided from Δ/σ >= "
                                      f"{MIN_DELTA_OVER_SIGMA:g})"}
     return gate
+
+
+def cross_fit(comparisons: dict[str, tuple], thresholds: list[float], *, splits: int = 200,
+              seed: int = 0) -> dict[float, dict]:
+    """How well "guide where validation guided − greedy > τ" would have chosen, for each τ of ``thresholds``, by
+    split halves of the validation instances alone: decide on a random half, then count the other half's paired
+    difference as the gain where guided (0 where greedy). ``comparisons``: name -> (guided, greedy) per-episode
+    frames of one validation comparison (``paired.run_episodes``). Returns τ -> {"gain": mean over splits and
+    comparisons, "guided": share of decisions that guide, "per_comparison": {name: mean gain}}."""
+    import numpy as np
+
+    from playprm.report.paired import KEYS, paired_difference
+
+    stream = np.random.default_rng(seed)
+    gains = {tau: {name: [] for name in comparisons} for tau in thresholds}
+    guided = {tau: [] for tau in thresholds}
+    for name, (a, b) in comparisons.items():
+        shared = a[KEYS].merge(b[KEYS], on=KEYS)
+        for _ in range(splits):
+            half = stream.permutation(len(shared)) < len(shared) // 2
+            fit, held = shared[half], shared[~half]
+            pick = lambda frame, rows: frame.merge(rows, on=KEYS)  # noqa: E731
+            decide = paired_difference(pick(a, fit), pick(b, fit), n_resamples=1).difference
+            gain = paired_difference(pick(a, held), pick(b, held), n_resamples=1).difference
+            for tau in thresholds:
+                on = decide > tau  # as read_gate decides
+                gains[tau][name].append(gain if on else 0.0)
+                guided[tau].append(on)
+    return {tau: {"gain": float(np.mean([g for rows in gains[tau].values() for g in rows])),
+                  "guided": float(np.mean(guided[tau])),
+                  "per_comparison": {name: float(np.mean(rows)) for name, rows in gains[tau].items()}}
+            for tau in thresholds}
