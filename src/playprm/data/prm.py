@@ -208,9 +208,10 @@ def build_prm_dataset(
 TREE_LABELS = ("mc", "both", "advantage")  # label kinds read from rollout trees
 
 
-def advantage_records(records: list[dict]) -> list[dict]:
-    """Advantage-labelled copies of mc ``records`` (module doc): value minus the mean value of every reply to the
-    same context; contexts with fewer than two different replies give none."""
+def sibling_advantages(records: list[dict]) -> list[tuple[list[dict], list[float] | None]]:
+    """Mc ``records`` grouped by the context they answer (in first-seen order), each group with its members'
+    advantages (value minus the mean value of every reply in the group), or None where the group holds fewer than
+    two different replies (no estimate of what separates them)."""
     from playprm.models.replies import move
 
     groups: dict[tuple, list[dict]] = {}
@@ -219,13 +220,20 @@ def advantage_records(records: list[dict]) -> list[dict]:
     out = []
     for members in groups.values():
         if len({move(record["response"]) for record in members}) < 2:
+            out.append((members, None))
             continue
         mean = sum(record["label"] for record in members) / len(members)
-        for record in members:
-            advantage = record["label"] - mean
-            out.append({**record, "label": (1 + advantage) / 2, "label_kind": "advantage", "advantage": advantage,
-                        "value": record["label"]})
+        out.append((members, [record["label"] - mean for record in members]))
     return out
+
+
+def advantage_records(records: list[dict]) -> list[dict]:
+    """Advantage-labelled copies of mc ``records`` (module doc): value minus the mean value of every reply to the
+    same context; contexts with fewer than two different replies give none."""
+    return [{**record, "label": (1 + advantage) / 2, "label_kind": "advantage", "advantage": advantage,
+             "value": record["label"]}
+            for members, advantages in sibling_advantages(records) if advantages is not None
+            for record, advantage in zip(members, advantages, strict=True)]
 
 
 def _pair_record(meta: dict, chosen: RolloutNode, rejected: RolloutNode, chosen_label: MonteCarloLabel,

@@ -196,7 +196,8 @@ def chat_token_counter(tokenizer) -> Callable[[list[dict]], int]:
 
 
 def fit_samples(samples: list[dict], check: LengthCheck, count_tokens: Callable[[list[dict]], int]) -> list[dict]:
-    """The samples fitted to ``check.max_length`` (meta gains ``shortened_messages``); tallies in ``check``."""
+    """The samples fitted to ``check.max_length`` (meta gains ``shortened_messages``, other keys are kept); tallies
+    in ``check``."""
     kept = []
     for sample in samples:
         fitted = fit_to_length(sample["messages"], check.max_length, count_tokens)
@@ -210,7 +211,7 @@ def fit_samples(samples: list[dict], check: LengthCheck, count_tokens: Callable[
             check.truncated += 1
         else:
             check.within += 1
-        kept.append({"messages": messages, "meta": {**sample["meta"], "shortened_messages": shortened}})
+        kept.append({**sample, "messages": messages, "meta": {**sample["meta"], "shortened_messages": shortened}})
     return kept
 
 
@@ -226,7 +227,7 @@ def build_sft_dataset(
         unit="episodes", outcome_words=OUTCOMES, seen=[(e.game, e.outcome) for e in scan.episodes],
         left_out=[(str(path), reason) for path, reason in scan.skipped], sample_filter=sample_filter,
         sides_without_reply=sides_without_reply)
-    return _finish(dataset, samples, val_fraction=val_fraction, seed=seed, tokenizer=tokenizer,
+    return finish_samples(dataset, samples, val_fraction=val_fraction, seed=seed, tokenizer=tokenizer,
                    tokenizer_name=tokenizer_name, max_length=max_length)
 
 
@@ -244,14 +245,16 @@ def build_record_dataset(
         seen=[(str(r["meta"]["game"]), r["meta"]["outcome"]) for r in found.records], left_out=left_out,
         sample_filter=sample_filter, sides_without_reply=sides_without_reply)
     dataset.source["left_out_records"] = sum(found.left_out.values())
-    return _finish(dataset, samples, val_fraction=val_fraction, seed=seed, tokenizer=tokenizer,
+    return finish_samples(dataset, samples, val_fraction=val_fraction, seed=seed, tokenizer=tokenizer,
                    tokenizer_name=tokenizer_name, max_length=max_length)
 
 
-def _finish(dataset: SftDataset, samples: list[dict], *, val_fraction: float, seed: int, tokenizer,
-            tokenizer_name: str, max_length: int) -> SftDataset:
-    """Filter, fit to length and split ``samples`` into ``dataset``."""
-    dataset.filtering = [(f"outcome in {', '.join(dataset.sample_filter.outcomes)}, with a reply", len(samples))]
+def finish_samples(dataset: SftDataset, samples: list[dict], *, val_fraction: float, seed: int, tokenizer,
+            tokenizer_name: str, max_length: int, found: str | None = None) -> SftDataset:
+    """Filter, fit to length and split ``samples`` into ``dataset``; ``found`` names the first filtering step (what
+    the samples are), by default the outcome filter's."""
+    found = found or f"outcome in {', '.join(dataset.sample_filter.outcomes)}, with a reply"
+    dataset.filtering = [(found, len(samples))]
     samples, steps = keep_matching(samples, dataset.sample_filter)
     dataset.filtering += steps
     if tokenizer is not None:
