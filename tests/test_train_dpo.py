@@ -161,7 +161,8 @@ def test_interrupted_dpo_resumes_to_the_weights_of_an_uninterrupted_run(card_mod
     from safetensors.torch import load_file
     from test_train_sft import StopAtStep
 
-    from playprm.train.dpo import resolve_start_policy, train_dpo
+    from playprm.train.base_model import resolve_start_policy
+    from playprm.train.dpo import train_dpo
     from playprm.train.dpo_config import DPOTrainingConfig
     from playprm.train.recipe import build_config, load_recipe
 

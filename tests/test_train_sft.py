@@ -188,7 +188,7 @@ class StopAtStep:
 
 
 def sft_run(models, out: Path, *, resume=False, callbacks=()):
-    from playprm.train.base_model import resolve_base_model
+    from playprm.train.base_model import resolve_start_policy
     from playprm.train.recipe import build_config, command_settings
     from playprm.train.sft import train_sft
     from playprm.train.sft_config import SFTTrainingConfig
@@ -197,7 +197,7 @@ def sft_run(models, out: Path, *, resume=False, callbacks=()):
         "--output-dir", str(out), "--max-steps", "6", "--eval-steps", "3", "--save-steps", "3", *QUICK])
     settings, _ = command_settings(args, SFTTrainingConfig, {})
     config = build_config(SFTTrainingConfig, settings)
-    return train_sft(config, resolve_base_model(str(models["policy"])), out.parent / "data", resume=resume,
+    return train_sft(config, resolve_start_policy(str(models["policy"])), out.parent / "data", resume=resume,
                      callbacks=callbacks, announce=lambda text: None)
 
 

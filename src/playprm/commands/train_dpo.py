@@ -22,7 +22,8 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from playprm.train.dpo import resolve_start_policy, train_dpo
+    from playprm.train.base_model import resolve_start_policy
+    from playprm.train.dpo import train_dpo
     from playprm.train.dpo_config import DPOTrainingConfig
     from playprm.train.recipe import prepare_run
     from playprm.transformers_runtime import choose_cpu_threads

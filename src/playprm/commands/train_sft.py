@@ -8,8 +8,11 @@ from playprm.train.recipe import add_run_arguments
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "train-sft",
-        help="fine-tune a LoRA adapter on winning dialogues (writes adapter + model_registry.json)",
-        description="QLoRA SFT with the model card's defaults. Any TrainingArguments / SFTConfig field, and the "
+        help="fine-tune a LoRA adapter on winning dialogues or weighted turns (writes adapter + model_registry.json)",
+        description="QLoRA SFT with the model card's defaults, on sft-data's dialogues or, with a weight column "
+                    "(sft-data --weights), on single turns whose loss each weight scales. --model is a base model, or "
+                    "a train-sft output to train further (its adapter, or its full weights with --full-weights "
+                    "true). Any TrainingArguments / SFTConfig field, and the "
                     "LoRA fields (--lora-r, --lora-alpha, --lora-dropout, --lora-target-modules, --load-in-4bit, "
                     "--chat-template-kwargs, --effective-batch-size, --early-stopping-patience, --model-name), "
                     "can be set as --field-name VALUE, e.g. --max-steps 2 --learning-rate 1e-4. "
@@ -22,6 +25,7 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    from playprm.train.base_model import resolve_start_policy
     from playprm.train.recipe import prepare_run
     from playprm.train.sft import train_sft
     from playprm.train.sft_config import SFTTrainingConfig
@@ -29,8 +33,8 @@ def run(args) -> int:
 
     choose_cpu_threads()  # once per run, before the base model loads
 
-    config, base, data_dir = prepare_run(args, SFTTrainingConfig, "train-sft")
-    metrics = train_sft(config, base, data_dir, resume=args.resume)
+    config, start, data_dir = prepare_run(args, SFTTrainingConfig, "train-sft", resolve=resolve_start_policy)
+    metrics = train_sft(config, start, data_dir, resume=args.resume)
     if config.process_index == 0:
         what = "model" if config.full_weights else "adapter"
         print(f"wrote the {what}, model_registry.json and metrics.json to {config.output_dir}: validation loss "

@@ -104,3 +104,74 @@ def load_base_model(model_class, base: BaseModel, config):
                                  trust_remote_code=base.trust_remote_code,
                                  sharded=bool(config.load_in_4bit) and shards_parameters(config))
     return model_class.from_pretrained(base.model_id, **loading.kwargs())
+
+
+ADAPTER_WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")
+
+
+@dataclass
+class StartPolicy:
+    """The policy a run trains further: a base model, or a LoRA adapter over one (train-dpo keeps it as its
+    reference; train-sft, value-weighted SFT after SFT, just goes on from it)."""
+
+    base: BaseModel
+    adapter: Path | None = None  # a LoRA adapter trained further; None: the weights of ``base`` themselves
+
+
+def resolve_start_policy(selector: str) -> StartPolicy:
+    """``--model`` of train-sft and train-dpo: a train-sft adapter folder, a model folder (a train-sft full-weight
+    output or its checkpoint included), a registry name (of an adapter or a model) or a hub id. A missing or
+    incomplete adapter is a one-line UsageError; nothing is loaded."""
+    from playprm.models.adapter_base import recorded_base
+    from playprm.models.registry import read_registry_file, resolve_policy
+
+    path = Path(selector).expanduser()
+    if path.is_dir() and (path / "adapter_config.json").is_file() and not (path / "config.json").is_file():
+        entries = read_registry_file(path / "model_registry.json") if (path / "model_registry.json").is_file() else []
+        entry = entries[0] if entries else {}
+        base_id = entry.get("huggingface_id") or recorded_base(path)
+        if not base_id:
+            raise UsageError(f"--model {selector} is a LoRA adapter that names no base model (no model_registry.json, "
+                             "no base_model_name_or_path); give the train-sft output folder")
+        base = resolve_base_model(base_id)
+        kwargs = entry.get("model_config", {}).get("chat_template_kwargs")
+        return StartPolicy(BaseModel(base.model_id, dict(kwargs) if isinstance(kwargs, dict) else
+                                     base.chat_template_kwargs, base.trust_remote_code), _checked_adapter(path, selector))
+    if path.exists() or selector.startswith((".", "/", "~")):
+        return StartPolicy(resolve_base_model(selector))
+    spec = resolve_policy(selector)
+    if spec.peft_model:
+        return StartPolicy(BaseModel(spec.model_id, dict(spec.chat_template_kwargs), spec.trust_remote_code),
+                           _checked_adapter(Path(spec.peft_model), selector))
+    return StartPolicy(resolve_base_model(selector))
+
+
+def _checked_adapter(folder: Path, selector: str) -> Path:
+    if not (folder / "adapter_config.json").is_file() or not any((folder / n).is_file() for n in ADAPTER_WEIGHTS):
+        raise UsageError(f"--model {selector}: the adapter {folder} is missing (no adapter_config.json and "
+                         f"{ADAPTER_WEIGHTS[0]}); train it with `playprm train-sft` or give a model folder")
+    return folder.resolve()
+
+
+def check_start_policy(start: StartPolicy, config) -> None:
+    """A ``UsageError`` where the config cannot train ``start`` (every weight of a LoRA adapter's run)."""
+    if config.full_weights and start.adapter is not None:
+        raise UsageError(f"--full-weights trains a whole model, but --model is the LoRA adapter {start.adapter}; "
+                         "drop --full-weights to train the adapter further")
+
+
+def load_start_policy(model_class, base: BaseModel, adapter: Path | None, config):
+    """``(model, peft_config)`` for the trainer: ``base`` loaded as ``load_base_model`` does, with a start policy's
+    ``adapter`` on it, trainable (no new adapter: ``peft_config`` None); without one a new LoRA's config, or None for
+    a full-weight run."""
+    from playprm.train.qlora import lora_config
+
+    model = load_base_model(model_class, base, config)
+    if adapter is None:
+        return model, None if config.full_weights else lora_config(config, "CAUSAL_LM")
+    from peft import PeftModel
+
+    from playprm.models.adapters import key_mapping
+
+    return PeftModel.from_pretrained(model, str(adapter), is_trainable=True,
+                                     key_mapping=key_mapping(model, adapter)), None

@@ -68,9 +68,31 @@ def _a(word: str) -> str:
     return "an" if word in ("assistant",) else "a"  # the roles: system, user, assistant
 
 
+def reply_problem(reply, key: str, producer: str) -> str | None:
+    """What is wrong with ``record[key]`` where it must be one assistant message (a completion, a preference reply),
+    or None."""
+    if not (isinstance(reply, list) and len(reply) == 1 and isinstance(reply[0], dict)
+            and reply[0].get("role") == "assistant" and isinstance(reply[0].get("content"), str)):
+        return f"'{key}' must be a list of one assistant message, as `playprm {producer}` writes"
+    return None
+
+
 def sft_record_problem(record: dict) -> str | None:
-    """Checks an SFT line: ``{"messages": [... ending with assistant], "meta": {...}}``."""
-    return messages_problem(record.get("messages"), "assistant")
+    """Checks an SFT line: a dialogue ``{"messages": [... ending with assistant], "meta": {...}}`` (sft-data), or
+    one turn ``{"prompt": [... ending with user], "completion": [one assistant message]}`` (sft-data --weights);
+    an optional ``weight`` must be a finite number >= 0."""
+    if "messages" in record or "prompt" not in record:
+        problem = messages_problem(record.get("messages"), "assistant")
+    else:
+        problem = messages_problem(record["prompt"], "user")
+        problem = problem.replace("'messages'", "'prompt'") if problem else reply_problem(
+            record.get("completion"), "completion", "sft-data --weights")
+    if problem or "weight" not in record:
+        return problem
+    weight = record["weight"]
+    if isinstance(weight, bool) or not isinstance(weight, int | float) or not math.isfinite(weight) or weight < 0:
+        return f"'weight' must be a finite number >= 0, not {weight!r}"
+    return None
 
 
 def prm_record_problem(record: dict) -> str | None:

@@ -17,13 +17,12 @@ context is ``prompt_ids(prompt)`` and each reply ``response_ids(reply)`` (its to
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 from playprm import chat
 from playprm.errors import UsageError
-from playprm.train.base_model import BaseModel
-from playprm.train.dataset_files import messages_problem, read_splits
+from playprm.train.base_model import StartPolicy
+from playprm.train.dataset_files import messages_problem, read_splits, reply_problem
 from playprm.train.run_dir import (
     check_batch_fits,
     checkpoint_to_resume,
@@ -31,51 +30,7 @@ from playprm.train.run_dir import (
     training_callbacks,
 )
 
-ADAPTER_WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")
 REFERENCE_ADAPTER = "ref"  # the name TRL gives the frozen copy of a starting adapter
-
-
-@dataclass
-class StartPolicy:
-    """The policy a DPO run starts from (and keeps as its reference)."""
-
-    base: BaseModel
-    adapter: Path | None = None  # a LoRA adapter trained further; None: the weights of ``base`` themselves
-
-
-def resolve_start_policy(selector: str) -> StartPolicy:
-    """``--model`` of train-dpo: a train-sft adapter folder, a model folder, a registry name (of an adapter or a
-    model) or a hub id. A missing or incomplete adapter is a one-line UsageError; nothing is loaded."""
-    from playprm.models.adapter_base import recorded_base
-    from playprm.models.registry import read_registry_file, resolve_policy
-    from playprm.train.base_model import resolve_base_model
-
-    path = Path(selector).expanduser()
-    if path.is_dir() and (path / "adapter_config.json").is_file() and not (path / "config.json").is_file():
-        entries = read_registry_file(path / "model_registry.json") if (path / "model_registry.json").is_file() else []
-        entry = entries[0] if entries else {}
-        base_id = entry.get("huggingface_id") or recorded_base(path)
-        if not base_id:
-            raise UsageError(f"--model {selector} is a LoRA adapter that names no base model (no model_registry.json, "
-                             "no base_model_name_or_path); give the train-sft output folder")
-        base = resolve_base_model(base_id)
-        kwargs = entry.get("model_config", {}).get("chat_template_kwargs")
-        return StartPolicy(BaseModel(base.model_id, dict(kwargs) if isinstance(kwargs, dict) else
-                                     base.chat_template_kwargs, base.trust_remote_code), _checked_adapter(path, selector))
-    if path.exists() or selector.startswith((".", "/", "~")):
-        return StartPolicy(resolve_base_model(selector))
-    spec = resolve_policy(selector)
-    if spec.peft_model:
-        return StartPolicy(BaseModel(spec.model_id, dict(spec.chat_template_kwargs), spec.trust_remote_code),
-                           _checked_adapter(Path(spec.peft_model), selector))
-    return StartPolicy(resolve_base_model(selector))
-
-
-def _checked_adapter(folder: Path, selector: str) -> Path:
-    if not (folder / "adapter_config.json").is_file() or not any((folder / n).is_file() for n in ADAPTER_WEIGHTS):
-        raise UsageError(f"--model {selector}: the adapter {folder} is missing (no adapter_config.json and "
-                         f"{ADAPTER_WEIGHTS[0]}); train it with `playprm train-sft` or give a model folder")
-    return folder.resolve()
 
 
 def preference_record_problem(record: dict) -> str | None:
@@ -85,10 +40,9 @@ def preference_record_problem(record: dict) -> str | None:
     if problem:
         return problem.replace("'messages'", "'prompt'")
     for key in ("chosen", "rejected"):
-        reply = record.get(key)
-        if not (isinstance(reply, list) and len(reply) == 1 and isinstance(reply[0], dict)
-                and reply[0].get("role") == "assistant" and isinstance(reply[0].get("content"), str)):
-            return f"'{key}' must be a list of one assistant message, as `playprm pref-data` writes"
+        problem = reply_problem(record.get(key), key, "pref-data")
+        if problem:
+            return problem
     if record["chosen"][0]["content"] == record["rejected"][0]["content"]:
         return "'chosen' and 'rejected' are the same reply; a pair needs two different replies"
     return None
@@ -142,13 +96,10 @@ def train_dpo(config, start: StartPolicy, data_dir: Path, *, resume: bool = Fals
     from datasets import Dataset
     from transformers import AutoModelForCausalLM
 
-    from playprm.train.base_model import import_gguf_base, load_base_model
-    from playprm.train.qlora import lora_config
+    from playprm.train.base_model import check_start_policy, import_gguf_base, load_start_policy
     from playprm.train.sft import full_weight_trainer, load_tokenizer, save_policy_run
 
-    if config.full_weights and start.adapter is not None:
-        raise UsageError(f"--full-weights trains a whole model, but --model is the LoRA adapter {start.adapter}; "
-                         "drop --full-weights to train the adapter further")
+    check_start_policy(start, config)
     output_dir = Path(config.output_dir)
     splits = read_preference_splits(Path(data_dir))
     checkpoint = checkpoint_to_resume(output_dir, resume)
@@ -163,17 +114,7 @@ def train_dpo(config, start: StartPolicy, data_dir: Path, *, resume: bool = Fals
         announce(f"train: {len(train)} pairs; validation: {len(validation)} pairs; reference: the starting policy "
                  f"({'the adapter ' + str(start.adapter) if start.adapter else base.model_id})")
 
-    model = load_base_model(AutoModelForCausalLM, base, config)
-    peft_config = None
-    if start.adapter is not None:
-        from peft import PeftModel
-
-        from playprm.models.adapters import key_mapping
-
-        model = PeftModel.from_pretrained(model, str(start.adapter), is_trainable=True,
-                                          key_mapping=key_mapping(model, start.adapter))
-    elif not config.full_weights:
-        peft_config = lora_config(config, "CAUSAL_LM")
+    model, peft_config = load_start_policy(AutoModelForCausalLM, base, start.adapter, config)
     trainer_class = policy_dpo_trainer()
     trainer = (full_weight_trainer(trainer_class) if config.full_weights else trainer_class)(
         model=model,

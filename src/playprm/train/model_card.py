@@ -214,6 +214,8 @@ def training_methodology(run: RunFiles) -> str:
         return "\n\n".join(["## Training methodology", what, "Training pipeline:",
                             "\n".join(f"{i}. {step}" for i, step in enumerate(pipeline, 1)),
                             per_game_table(run)])
+    if summary and summary.get("weights"):
+        return weighted_methodology(run, summary, steps)
     kept = ", ".join((summary or {}).get("filter", {}).get("outcome", [])) or "success"
     pipeline = [f"Play games and keep the transcripts: {_source_text(summary, run.info)}."]
     design = []
@@ -237,6 +239,26 @@ def training_methodology(run: RunFiles) -> str:
              "only.",
              "Training pipeline:", "\n".join(f"{i}. {step}" for i, step in enumerate(pipeline, 1))]
     return "\n\n".join(parts + design + [per_game_table(run)])
+
+
+def weighted_methodology(run: RunFiles, summary: dict, steps) -> str:
+    """The methodology of a train-sft run on ``sft-data --weights`` turns (value-weighted SFT)."""
+    weights = summary["weights"]
+    train = weights["train"]
+    spread = (f"train weights: mean {train['mean']:.3f}, median {train['median']:.3f}, range {train['min']:.3f}-"
+              f"{train['max']:.3f}, {train['zero']} of {train['examples']} at 0") if train.get("examples") else ""
+    pipeline = [f"Play games with branched rollouts and keep their trees: {_source_text(summary, run.info)}.",
+                f"Value every policy turn by Monte-Carlo (the share of won leaves below its reply) and weight it by "
+                f"`{summary.get('built_by', 'playprm sft-data --weights')}`: weight = {weights['formula']}"
+                + (f" ({spread})" if spread else "") + ".",
+                f"Fine-tune on each turn's reply under the context the player saw, its loss scaled by the weight "
+                f"({method(run)}, from `{run.metrics.get('start')}`): {steps} optimizer steps."]
+    return "\n\n".join([
+        "## Training methodology",
+        "Value-weighted supervised fine-tuning (advantage-weighted regression, or filtered behaviour cloning with "
+        "0/1 weights): one example per policy turn of the policy's own play, losing episodes' turns included, so "
+        "replies that led to wins count more than those that did not.",
+        "Training pipeline:", "\n".join(f"{i}. {step}" for i, step in enumerate(pipeline, 1)), per_game_table(run)])
 
 
 def training_data(run: RunFiles) -> str:
@@ -530,6 +552,10 @@ def intro(run: RunFiles) -> str:
         return (f"A policy trained by direct preference optimisation (`playprm train-dpo`, {method(run)}) from "
                 f"`{run.metrics.get('start')}` on {train} preference pairs ({games}): two replies to one context, the "
                 "better-valued one preferred; the reference policy is the starting policy.")
+    if run.kind == "sft" and (run.summary or {}).get("weights"):
+        return (f"A value-weighted supervised fine-tune (`playprm train-sft`, {method(run)}) from "
+                f"`{run.metrics.get('start')}` on {train} single game turns ({games}) of the policy's own play, each "
+                f"reply's loss weighted by its Monte-Carlo value (rule `{run.summary['weights']['rule']}`).")
     if run.kind == "sft":
         return (f"A supervised fine-tune of `{run.base_model}` ({method(run)}) on {train} winning game dialogues "
                 f"({games}), trained with `playprm train-sft`. It is the policy of PRM-guided inference: at each game turn a "

@@ -1,4 +1,5 @@
-"""Supervised fine-tuning of the policy on winning game dialogues (QLoRA on TRL's ``SFTTrainer``).
+"""Supervised fine-tuning of the policy on winning game dialogues (QLoRA on TRL's ``SFTTrainer``), or on single
+turns weighted by their value (``sft-data --weights``: each example's loss scaled by its ``weight``).
 
 Tokenisation is turn by turn with ``playprm.chat`` — the functions inference uses — so each assistant reply is
 trained on exactly the tokens the policy sees and produces when it plays: the context ``prompt_ids(messages[:j])``
@@ -11,6 +12,10 @@ that re-render earlier turns differently from how they were generated (Qwen3's `
 empty think block into the generation prompt but leaves it out of the history) break that; the conversation then
 continues in a new sequence that starts from the full context of the turn, so every reply is still trained on its
 true context, at the cost of re-encoding the history.
+
+A single-turn record (``{"prompt", "completion"}``, TRL's prompt-completion format) is one sequence, the loss on its
+completion only: the player's earlier replies in the prompt are context, each trained as its own record. A
+``weight`` column (``WEIGHT``) scales each example's loss (``weighted_sft_trainer``); records without one weigh 1.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from pathlib import Path
 
 from playprm import chat
 from playprm.errors import UsageError
-from playprm.train.base_model import BaseModel
+from playprm.train.base_model import BaseModel, StartPolicy
 from playprm.train.dataset_files import read_splits, sft_record_problem
 from playprm.train.run_dir import (
     METRICS_FILE,
@@ -31,19 +36,22 @@ from playprm.train.run_dir import (
 )
 
 IGNORE = -100  # label of tokens outside assistant replies
+WEIGHT = "weight"  # the per-example loss weight column (sft-data --weights)
 
 
-def conversation_sequences(tokenizer, messages: list[dict], chat_template_kwargs: dict | None = None) -> list[dict]:
+def conversation_sequences(tokenizer, messages: list[dict], chat_template_kwargs: dict | None = None,
+                           first_trained: int = 0) -> list[dict]:
     """Training sequences ``{"input_ids", "labels"}`` of one conversation, tokenised turn by turn.
 
-    ``labels`` equal ``input_ids`` on the tokens of every assistant reply (end-of-turn token included) and are
-    ``IGNORE`` elsewhere. Usually one sequence; more where the template re-renders earlier turns (see module doc).
+    ``labels`` equal ``input_ids`` on the tokens of every assistant reply from message ``first_trained`` on
+    (end-of-turn token included) and are ``IGNORE`` elsewhere. Usually one sequence; more where the template
+    re-renders earlier turns (see module doc).
     """
     sequences: list[dict] = []
     input_ids: list[int] = []
     labels: list[int] = []
     for index, message in enumerate(messages):
-        if message["role"] != "assistant":
+        if message["role"] != "assistant" or index < first_trained:
             continue
         context = chat.prompt_ids(tokenizer, messages[:index], chat_template_kwargs)
         if context[: len(input_ids)] != input_ids:
@@ -63,6 +71,7 @@ class TokenizedSplit:
     sequences: list[dict] = field(default_factory=list)
     conversations: int = 0
     too_long: int = 0  # sequences longer than max_length, truncated at the end by the trainer
+    weighted: bool = False  # sequences carry the WEIGHT of their record
 
     def describe(self, name: str, max_length: int | None) -> str:
         extra = len(self.sequences) - self.conversations
@@ -71,15 +80,31 @@ class TokenizedSplit:
             text += f" ({extra} extra: the chat template re-renders earlier turns)"
         if self.too_long:
             text += f", {self.too_long} longer than max_length={max_length} (their last tokens are cut)"
+        if self.weighted and self.sequences:
+            weights = [sequence[WEIGHT] for sequence in self.sequences]
+            text += (f", weighted (mean {sum(weights) / len(weights):.3f}, {weights.count(0.0)} of weight 0: they "
+                     "change nothing)")
         return text
 
 
+def record_sequences(tokenizer, record: dict, chat_template_kwargs: dict | None) -> list[dict]:
+    """The training sequences of one dataset record: a dialogue (``messages``) or a single turn (``prompt`` and
+    ``completion``, trained on the completion only)."""
+    if "messages" in record:
+        return conversation_sequences(tokenizer, record["messages"], chat_template_kwargs)
+    return conversation_sequences(tokenizer, [*record["prompt"], *record["completion"]], chat_template_kwargs,
+                                  first_trained=len(record["prompt"]))
+
+
 def tokenize_split(tokenizer, records: list[dict], chat_template_kwargs: dict | None,
-                   max_length: int | None) -> TokenizedSplit:
-    """All conversations of a split as training sequences (``conversation_sequences`` of each record)."""
-    split = TokenizedSplit(conversations=len(records))
+                   max_length: int | None, weighted: bool = False) -> TokenizedSplit:
+    """All records of a split as training sequences (``record_sequences`` of each); ``weighted``: each sequence
+    carries its record's ``WEIGHT`` (1 where the record has none)."""
+    split = TokenizedSplit(conversations=len(records), weighted=weighted)
     for record in records:
-        for sequence in conversation_sequences(tokenizer, record["messages"], chat_template_kwargs):
+        for sequence in record_sequences(tokenizer, record, chat_template_kwargs):
+            if weighted:
+                sequence[WEIGHT] = float(record.get(WEIGHT, 1.0))
             split.sequences.append(sequence)
             split.too_long += bool(max_length and len(sequence["input_ids"]) > max_length)
     return split
@@ -107,7 +132,8 @@ def assistant_token_metrics(trainer) -> dict:
     totals = torch.zeros(3, dtype=torch.float64)
     with torch.no_grad():
         for batch in trainer.get_eval_dataloader():
-            batch = {key: value.to(trainer.args.device) for key, value in batch.items() if torch.is_tensor(value)}
+            batch = {key: value.to(trainer.args.device) for key, value in batch.items()
+                     if torch.is_tensor(value) and key != WEIGHT}  # per assistant token, unweighted
             with trainer.compute_loss_context_manager():
                 outputs = model(**batch, fused_lm_head=True, use_cache=False)
             per_sequence = torch.stack([
@@ -175,56 +201,139 @@ def full_weight_trainer(trainer_class):
     return FullWeightTrainer
 
 
-def train_sft(config, base: BaseModel, data_dir: Path, *, resume: bool = False, callbacks=(),
-              announce=print) -> dict:
-    """Train a LoRA adapter for ``base`` on the SFT dataset in ``data_dir``; returns the metrics written.
+def weighted_sft_trainer(trainer_class):
+    """``trainer_class`` (TRL's ``SFTTrainer``) scaling each example's loss by its ``WEIGHT`` column.
 
-    ``config`` is an ``SFTTrainingConfig`` (its ``output_dir`` receives checkpoints, the adapter, the tokenizer,
-    ``model_registry.json`` and ``metrics.json``); ``resume`` continues from the last checkpoint there with the
-    same data order. ``callbacks`` are extra ``TrainerCallback`` objects. Input problems raise UsageError before
-    the model loads.
+    TRL 1.16's SFTTrainer has no per-example weights. Its loss (``loss_type="nll"``) is the fused LM head's
+    per-token ``-log_probs`` summed over the batch's labelled tokens and divided by their count
+    (``num_items_in_batch`` under gradient accumulation). Scaling each row's ``log_probs`` by its example's weight
+    before TRL sums them scales that example's loss, and leaves TRL's normalisation, gradient accumulation,
+    multi-process scaling and logged metrics (entropy, token accuracy) as they are: loss = sum_i w_i * (summed NLL of
+    example i) / (assistant tokens in the batch). ``weighted_loss_problem`` refuses the settings whose loss is not
+    built from those ``log_probs``.
     """
+    import torch
+
+    class ScaledLogProbs:
+        """The model being trained, its fused-head ``log_probs`` scaled row by row by ``weights``."""
+
+        def __init__(self, model, weights):
+            self.model, self.weights = model, weights
+
+        def __call__(self, *args, fused_lm_head=False, **kwargs):
+            outputs = self.model(*args, fused_lm_head=fused_lm_head, **kwargs)
+            if fused_lm_head:
+                outputs.log_probs = outputs.log_probs * self.weights.to(outputs.log_probs.dtype)[:, None]
+            return outputs
+
+    class WeightedSFTTrainer(trainer_class):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            collate = self.data_collator
+
+            def collate_with_weights(examples):
+                batch = collate(examples)
+                batch[WEIGHT] = torch.tensor([float(example[WEIGHT]) for example in examples])
+                return batch
+
+            self.data_collator = collate_with_weights
+
+        def _set_signature_columns_if_needed(self):
+            super()._set_signature_columns_if_needed()  # the model's inputs: other columns are dropped
+            if WEIGHT not in self._signature_columns:
+                self._signature_columns = [*self._signature_columns, WEIGHT]
+
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            weights = inputs.pop(WEIGHT)
+            return super().compute_loss(ScaledLogProbs(model, weights), inputs, return_outputs=return_outputs,
+                                        num_items_in_batch=num_items_in_batch)
+
+    return WeightedSFTTrainer
+
+
+def weighted_loss_problem(config) -> str | None:
+    """Why ``config`` cannot train on weighted examples (its loss is not the fused head's NLL, or a batch row is not
+    one example), or None."""
+    if config.loss_type != "nll":
+        return f"--loss-type {config.loss_type}"
+    if config.label_smoothing_factor:
+        return "--label-smoothing-factor (its loss is computed from the full logits)"
+    if config.packing or config.eval_packing or config.padding_free:
+        return "--packing / --padding-free (a batch row then holds several examples)"
+    parallelism = config.parallelism_config
+    if parallelism is not None and getattr(parallelism, "sp_enabled", False):
+        return "sequence parallelism (the model computes its own loss)"
+    return None
+
+
+def build_sft_trainer(config, model, tokenizer, train: TokenizedSplit, validation: TokenizedSplit, *, peft_config,
+                      callbacks=()):
+    """The trainer of a train-sft run: TRL's ``SFTTrainer`` on the tokenised splits, weighted when ``train`` is
+    (``weighted_sft_trainer``), reloading whole-model checkpoints by ``from_pretrained`` in a full-weight run."""
     from datasets import Dataset
-    from transformers import AutoModelForCausalLM
     from trl import SFTTrainer
-    from trl.trainer import utils as trl_utils
 
-    from playprm.train.base_model import import_gguf_base, load_base_model
-    from playprm.train.qlora import lora_config
-
-    if not hasattr(trl_utils, "add_fused_lm_head"):  # validation metrics call the fused LM head TRL installs
-        raise UsageError("this TRL has no fused LM head (playprm's SFT validation needs it); "
-                         "install trl>=1.16,<2 as pyproject.toml pins")
-    output_dir = Path(config.output_dir)
-    splits = read_splits(Path(data_dir), sft_record_problem, "sft-data")
-    checkpoint = checkpoint_to_resume(output_dir, resume)
-    base = import_gguf_base(base, config, announce)
-    tokenizer = load_tokenizer(base)
-    template_kwargs = base.template_kwargs(config.chat_template_kwargs)
-    train = tokenize_split(tokenizer, splits["train"], template_kwargs, config.max_length)
-    validation = tokenize_split(tokenizer, splits["validation"], template_kwargs, config.max_length)
-    check_batch_fits(config, len(train.sequences), "sequences")
-    main_process = config.process_index == 0
-    if main_process:
-        announce(f"{train.describe('train', config.max_length)}; "
-                 f"{validation.describe('validation', config.max_length)}")
-
-    model = load_base_model(AutoModelForCausalLM, base, config)
-    trainer = (full_weight_trainer(SFTTrainer) if config.full_weights else SFTTrainer)(
+    trainer_class = weighted_sft_trainer(SFTTrainer) if train.weighted else SFTTrainer
+    return (full_weight_trainer(trainer_class) if config.full_weights else trainer_class)(
         model=model,
         args=config,
         train_dataset=Dataset.from_list(train.sequences),
         eval_dataset=Dataset.from_list(validation.sequences),
         processing_class=tokenizer,
-        peft_config=None if config.full_weights else lora_config(config, "CAUSAL_LM"),
+        peft_config=peft_config,
         callbacks=training_callbacks(config, callbacks),
     )
+
+
+def train_sft(config, start: StartPolicy, data_dir: Path, *, resume: bool = False, callbacks=(),
+              announce=print) -> dict:
+    """Train a LoRA adapter (or every weight) on the SFT dataset in ``data_dir``, from the ``start`` policy: a base
+    model, or a train-sft adapter trained further; returns the metrics written.
+
+    ``config`` is an ``SFTTrainingConfig`` (its ``output_dir`` receives checkpoints, the adapter, the tokenizer,
+    ``model_registry.json`` and ``metrics.json``); ``resume`` continues from the last checkpoint there with the
+    same data order. ``callbacks`` are extra ``TrainerCallback`` objects. A ``weight`` column scales each example's
+    loss. Input problems raise UsageError before the model loads.
+    """
+    from transformers import AutoModelForCausalLM
+    from trl.trainer import utils as trl_utils
+
+    from playprm.train.base_model import check_start_policy, import_gguf_base, load_start_policy
+
+    if not hasattr(trl_utils, "add_fused_lm_head"):  # validation metrics call the fused LM head TRL installs
+        raise UsageError("this TRL has no fused LM head (playprm's SFT validation needs it); "
+                         "install trl>=1.16,<2 as pyproject.toml pins")
+    check_start_policy(start, config)
+    output_dir = Path(config.output_dir)
+    splits = read_splits(Path(data_dir), sft_record_problem, "sft-data")
+    weighted = any(WEIGHT in record for records in splits.values() for record in records)
+    problem = weighted_loss_problem(config) if weighted else None
+    if problem:
+        raise UsageError(f"{data_dir} has a '{WEIGHT}' column (sft-data --weights), which scales each example's NLL; "
+                         f"{problem} does not keep that loss: drop it")
+    checkpoint = checkpoint_to_resume(output_dir, resume)
+    base = import_gguf_base(start.base, config, announce)
+    tokenizer = load_tokenizer(base)
+    template_kwargs = base.template_kwargs(config.chat_template_kwargs)
+    train = tokenize_split(tokenizer, splits["train"], template_kwargs, config.max_length, weighted)
+    validation = tokenize_split(tokenizer, splits["validation"], template_kwargs, config.max_length, weighted)
+    check_batch_fits(config, len(train.sequences), "sequences")
+    main_process = config.process_index == 0
+    if main_process:
+        announce(f"{train.describe('train', config.max_length)}; "
+                 f"{validation.describe('validation', config.max_length)}"
+                 + (f"; trained further from the adapter {start.adapter}" if start.adapter else ""))
+
+    model, peft_config = load_start_policy(AutoModelForCausalLM, base, start.adapter, config)
+    trainer = build_sft_trainer(config, model, tokenizer, train, validation, peft_config=peft_config,
+                                callbacks=callbacks)
     result = trainer.train(resume_from_checkpoint=checkpoint)
     metrics = {
         **assistant_token_metrics(trainer),
         **run_summary(trainer, result),
         "train_sequences": len(train.sequences),
         "validation_sequences": len(validation.sequences),
+        "start": str(start.adapter or base.model_id),
     }
     save_policy_run(trainer, config, base, tokenizer, template_kwargs, metrics, data_dir=data_dir, kind="sft")
     return metrics
