@@ -256,7 +256,7 @@ def weighted_methodology(run: RunFiles, summary: dict, steps) -> str:
     return "\n\n".join([
         "## Training methodology",
         "Value-weighted supervised fine-tuning (advantage-weighted regression, or filtered behaviour cloning with "
-        "0/1 weights): one example per policy turn of the policy's own play, losing episodes' turns included, so "
+        "0/1 weights): one example per policy turn of branched rollouts, losing episodes' turns included, so "
         "replies that led to wins count more than those that did not.",
         "Training pipeline:", "\n".join(f"{i}. {step}" for i, step in enumerate(pipeline, 1)), per_game_table(run)])
 
@@ -554,7 +554,7 @@ def intro(run: RunFiles) -> str:
                 "better-valued one preferred; the reference policy is the starting policy.")
     if run.kind == "sft" and (run.summary or {}).get("weights"):
         return (f"A value-weighted supervised fine-tune (`playprm train-sft`, {method(run)}) from "
-                f"`{run.metrics.get('start')}` on {train} single game turns ({games}) of the policy's own play, each "
+                f"`{run.metrics.get('start')}` on {train} single game turns ({games}) of branched rollouts, each "
                 f"reply's loss weighted by its Monte-Carlo value (rule `{run.summary['weights']['rule']}`).")
     if run.kind == "sft":
         return (f"A supervised fine-tune of `{run.base_model}` ({method(run)}) on {train} winning game dialogues "
