@@ -272,3 +272,29 @@ def test_a_weight_column_refuses_losses_it_cannot_scale(card_models, tmp_path, c
     assert train_cli(card_models["policy"], data, tmp_path / "out", "--loss-type", "dft") == 2
     error = capsys.readouterr().err
     assert "has a 'weight' column" in error and "--loss-type dft" in error and not (tmp_path / "out").exists()
+
+
+def test_a_tokenizer_limit_cuts_the_oldest_context_of_a_turn_and_never_its_reply(card_models, tmp_path):
+    from transformers import AutoTokenizer
+
+    from playprm.data.sft import TRUNCATION_MARK, chat_token_counter
+
+    long_context = "after crane " + "and then " * 120  # the middle user message: the one that can be cut
+    write_tree(tmp_path / "results" / "tiny--programmatic")
+    tree = tmp_path / "results" / "tiny--programmatic" / "turns.jsonl"
+    nodes = [json.loads(line) for line in tree.read_text().splitlines()]
+    for node in nodes:
+        node["context"] = [{"role": "user", "content": "rules"}, {"role": "assistant", "content": "guess: crane"},
+                           {"role": "user", "content": long_context if node["turn_id"] == "a1" else "short"}]
+    tree.write_text("".join(json.dumps(node) + "\n" for node in nodes))
+    out = tmp_path / "out"
+    assert main(["sft-data", "--results-dir", str(tmp_path / "results"), "--out", str(out), "--weights", "value",
+                 "--tokenizer", str(card_models["policy"]), "--max-length", "120"]) == 0
+    records = {r["meta"]["turn_id"]: r for r in read_lines(out / "train.jsonl") + read_lines(out / "validation.jsonl")}
+    cut = records["a1"]
+    assert cut["completion"] == [{"role": "assistant", "content": "guess: horse"}] and cut["weight"] == 1.0
+    assert cut["prompt"][:2] == nodes[0]["context"][:2] and cut["prompt"][2]["content"].startswith(TRUNCATION_MARK)
+    assert cut["meta"]["shortened_messages"] == 1
+    count = chat_token_counter(AutoTokenizer.from_pretrained(card_models["policy"]))
+    assert count([*cut["prompt"], *cut["completion"]]) <= 120
+    assert records["a2"]["meta"]["shortened_messages"] == 0

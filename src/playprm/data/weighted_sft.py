@@ -144,8 +144,12 @@ def build_weighted_dataset(
     return dataset, counts
 
 
+STATISTICS = ("mean", "min", "q25", "median", "q75", "max")  # of the weights, beside "examples" and "zero"
+
+
 def weight_statistics(records: Sequence[dict]) -> dict:
-    """Count, mean, quartiles, extremes and zeros of the records' weights (None where there are no records)."""
+    """``examples``, ``zero`` (how many weigh 0) and the ``STATISTICS`` of the records' weights (only ``examples``
+    where there are none)."""
     weights = sorted(record["weight"] for record in records)
     if not weights:
         return {"examples": 0}
@@ -179,12 +183,11 @@ def write_weighted_dataset(dataset: SftDataset, counts: TreeCounts, rule: Weight
 
 def weights_table(dataset: SftDataset) -> str:
     """The weights' spread per split."""
-    names = ("examples", "mean", "min", "q25", "median", "q75", "max", "zero")
     rows = []
     for split, records in (("train", dataset.train), ("validation", dataset.validation)):
         stats = weight_statistics(records)
-        rows.append([split, *(stats.get(name, "–") if name in ("examples", "zero") or not stats.get("examples")
-                              else f"{stats[name]:.3f}" for name in names)])
+        spread = [f"{stats[name]:.3f}" for name in STATISTICS] if records else ["–"] * len(STATISTICS)
+        rows.append([split, stats["examples"], *spread, stats.get("zero", 0)])
     return card.markdown_table(["split", "examples", "mean weight", "min", "25 %", "median", "75 %", "max",
                                 "weight 0"], rows)
 
