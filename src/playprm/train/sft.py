@@ -201,6 +201,21 @@ def full_weight_trainer(trainer_class):
     return FullWeightTrainer
 
 
+class WeightCollator:
+    """``collate`` (TRL's collator, which keeps only the columns it knows) with each example's ``WEIGHT`` added to
+    the batch; a module-level class so that dataloader workers can pickle it."""
+
+    def __init__(self, collate):
+        self.collate = collate
+
+    def __call__(self, examples: list[dict]) -> dict:
+        import torch
+
+        batch = self.collate(examples)
+        batch[WEIGHT] = torch.tensor([float(example[WEIGHT]) for example in examples])
+        return batch
+
+
 def weighted_sft_trainer(trainer_class):
     """``trainer_class`` (TRL's ``SFTTrainer``) scaling each example's loss by its ``WEIGHT`` column.
 
@@ -212,7 +227,6 @@ def weighted_sft_trainer(trainer_class):
     example i) / (assistant tokens in the batch). ``weighted_loss_problem`` refuses the settings whose loss is not
     built from those ``log_probs``.
     """
-    import torch
 
     class ScaledLogProbs:
         """The model being trained, its fused-head ``log_probs`` scaled row by row by ``weights``."""
@@ -220,23 +234,16 @@ def weighted_sft_trainer(trainer_class):
         def __init__(self, model, weights):
             self.model, self.weights = model, weights
 
-        def __call__(self, *args, fused_lm_head=False, **kwargs):
-            outputs = self.model(*args, fused_lm_head=fused_lm_head, **kwargs)
-            if fused_lm_head:
+        def __call__(self, *args, **kwargs):
+            outputs = self.model(*args, **kwargs)
+            if kwargs.get("fused_lm_head"):  # the forward TRL's loss is built from; the others only feed metrics
                 outputs.log_probs = outputs.log_probs * self.weights.to(outputs.log_probs.dtype)[:, None]
             return outputs
 
     class WeightedSFTTrainer(trainer_class):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
-            collate = self.data_collator
-
-            def collate_with_weights(examples):
-                batch = collate(examples)
-                batch[WEIGHT] = torch.tensor([float(example[WEIGHT]) for example in examples])
-                return batch
-
-            self.data_collator = collate_with_weights
+            self.data_collator = WeightCollator(self.data_collator)
 
         def _set_signature_columns_if_needed(self):
             super()._set_signature_columns_if_needed()  # the model's inputs: other columns are dropped
@@ -244,9 +251,9 @@ def weighted_sft_trainer(trainer_class):
                 self._signature_columns = [*self._signature_columns, WEIGHT]
 
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-            weights = inputs.pop(WEIGHT)
-            return super().compute_loss(ScaledLogProbs(model, weights), inputs, return_outputs=return_outputs,
-                                        num_items_in_batch=num_items_in_batch)
+            weights = inputs.pop(WEIGHT, None)
+            return super().compute_loss(model if weights is None else ScaledLogProbs(model, weights), inputs,
+                                        return_outputs=return_outputs, num_items_in_batch=num_items_in_batch)
 
     return WeightedSFTTrainer
 
