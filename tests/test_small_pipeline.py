@@ -139,7 +139,8 @@ def test_the_small_preset_runs_every_stage_and_writes_results(tmp_path, monkeypa
     workdir = tmp_path / "work"
     preset = small.SmallPreset(games=(("referencegame", 3, 2),), layers=1, hidden=32, sft_steps=2,
                                       sft_batch=2, rollout_instances=1, prm_steps=2, prm_batch=2, max_tokens=8,
-                                      ns=(2,), oracle_ns=(2,), validation_instances=1)
+                                      ns=(2,), oracle_ns=(2,), validation_instances=1, wsft=True,
+                                      dpo_weak_instances=1, dpo_steps=2, dpo_batch=2)
     assert run_steps(workdir, preset.steps(workdir), parser=build_parser(), done="done") == 0
     assert Path.cwd() == tmp_path and not (tmp_path / "model_registry.json").exists()  # nothing outside workdir
     assert f"playprm eval --policy-model {workdir / 'sft-policy'}" in capsys.readouterr().out  # runnable by hand
@@ -148,7 +149,8 @@ def test_the_small_preset_runs_every_stage_and_writes_results(tmp_path, monkeypa
     names = {row["name"] for row in results["rows"]}
     assert {"base-greedy", "sft-greedy", "sft-sampled", "sft-prm-bon2", "sft-logprob-bon2", "sft-oracle-bon2",
             "sft-beam", "sft-lf-beam", "sft-prm-anchored-bon2", "sft-prm-gated-bon4", "weak-greedy",
-            "weak-prm-anchored-bon4", "weak-oracle-bon4", "weak-prm-gated-bon4"} <= names
+            "weak-prm-anchored-bon4", "weak-oracle-bon4", "weak-prm-gated-bon4", "sft-wsft-greedy",
+            "weak-wsft-greedy"} <= names
     by_name = {row["name"]: row for row in results["rows"]}
     assert (by_name["sft-prm-anchored-bon2"]["selection"], by_name["sft-prm-anchored-bon2"]["n"]) == ("anchored", 2)
     assert by_name["sft-prm-anchored-bon2"]["switch_rate"] is not None  # anchored rows log their greedy candidate
@@ -320,3 +322,27 @@ def test_the_smol_preset_with_dpo_trains_the_sft_adapter_further_and_plays_it_gr
     assert "--full-weights" not in added["train-dpo"]
     assert flag(added["eval sft-dpo-greedy"], "--policy-model") == flag(added["train-dpo"], "--output-dir")
     assert ("sft-dpo-greedy", "sft-greedy") in smol.PAIRS
+
+
+def test_wsft_trains_each_policy_on_its_own_rollouts_weighted_by_advantage_and_plays_it_greedy(tmp_path):
+    from playprm.pipeline import small
+
+    work = tmp_path / "w"
+    plain = dict(small.SmallPreset(seed=3).steps(work))
+    steps = small.SmallPreset(seed=3, wsft=True).steps(work)
+    added = dict((stage, argv) for stage, argv in steps if stage not in plain)
+    assert list(added) == ["collect weak", "sft-data wsft sft", "train-wsft sft", "eval sft-wsft-greedy",
+                           "sft-data wsft weak", "train-wsft weak", "eval weak-wsft-greedy"]
+    flag = lambda argv, name: argv[argv.index(name) + 1]  # noqa: E731
+    with_dpo = dict(small.SmallPreset(seed=3, dpo=True, wsft=True).steps(work))
+    for kind, policy in (("sft", str(work / "sft-policy")),
+                         ("weak", str(work / "sft-policy" / f"checkpoint-{small.SmallPreset().sft_steps // 2}"))):
+        data, train, play = added[f"sft-data wsft {kind}"], added[f"train-wsft {kind}"], added[f"eval {kind}-wsft-greedy"]
+        # the same rollouts DPO learns from, weighted by advantage
+        assert flag(data, "--results-dir") == flag(with_dpo[f"pref-data {kind}"], "--results-dir")
+        assert flag(data, "--weights") == "advantage"
+        assert train[0] == "train-sft" and flag(train, "--model") == policy and flag(train, "--data") == flag(data, "--out")
+        assert flag(train, "--max-steps") == flag(with_dpo[f"train-dpo {kind}"], "--max-steps")  # DPO's budget
+        assert flag(play, "--policy-model") == flag(train, "--output-dir") and "--mode" not in play
+    assert {("weak-wsft-greedy", "weak-greedy"), ("weak-wsft-greedy", "weak-dpo-greedy")} <= set(small.PAIRS)
+    assert {"sft-wsft-greedy", "weak-wsft-greedy"} <= {row.name for row in small.SmallPreset().grid()}

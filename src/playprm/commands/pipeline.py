@@ -30,6 +30,10 @@ def register(subparsers) -> None:
     parser.add_argument("--dpo", action="store_true",
                         help="small and smol presets: add SFT + DPO greedy rows (preference pairs from the policy's own "
                              "branched rollouts, train-dpo, greedy play), about 17 more minutes on the small preset (2 shared cores)")
+    parser.add_argument("--wsft", action="store_true",
+                        help="small preset: add value-weighted SFT greedy rows (every turn of the policy's own "
+                             "branched rollouts, weighted by its Monte-Carlo advantage, sft-data --weights, "
+                             "train-sft, greedy play)")
     parser.set_defaults(func=run, run_log="workdir")  # clembench.log goes into the work directory
 
 
@@ -49,7 +53,7 @@ def run(args) -> int:
     if args.preset == "small":
         from playprm.pipeline.small import SmallPreset
 
-        steps = SmallPreset(seed=args.seed, rounds=args.rounds, dpo=args.dpo).steps(args.workdir)
+        steps = SmallPreset(seed=args.seed, rounds=args.rounds, dpo=args.dpo, wsft=args.wsft).steps(args.workdir)
         return run_steps(args.workdir, steps, parser=parser,
                          done=f"results: {args.workdir / 'RESULTS.md'} and results.json")
     if args.preset == "smol":
@@ -57,6 +61,8 @@ def run(args) -> int:
 
         if args.rounds != 1:
             raise UsageError("--rounds 2 is a small-preset option; --preset smol runs one round")
+        if args.wsft:
+            raise UsageError("--wsft is a small-preset option so far; drop it with --preset smol")
         return run_steps(args.workdir, SmolPreset(seed=args.seed, dpo=args.dpo).steps(args.workdir), parser=parser,
                          done=f"results: {args.workdir / 'RESULTS.md'} and results.json")
     from playprm.pipeline.tiny import tiny_steps

@@ -94,6 +94,11 @@ class SmallPreset:
     dpo_loss: str = "sigmoid,sft"
     dpo_min_gap: float = 1.0
     dpo_weak_instances: int = 500  # per experiment: the weaker policy's own branched rollouts for its pairs
+    # value-weighted SFT (pipeline --wsft, CityUoL's method): each policy trained further by SFT on every turn of the
+    # same branched rollouts DPO uses, each turn weighted by exp(A / 0.5) clipped at 20 (A: its Monte-Carlo value
+    # minus its siblings' mean, `sft-data --weights advantage`); DPO's step budget, so the costs compare
+    wsft: bool = False
+    wsft_weights: str = "advantage"
 
     def rows(self, prm: str = "prm", gate: str = "validation") -> list[GridRow]:
         """The evaluation grid on held-out instances (base greedy and round 2 come with their own stages), the
@@ -194,8 +199,12 @@ class SmallPreset:
         steps += [(f"eval {row.name}", ["eval", "--policy-model", policies[row.policy], *row.flags, *eval_common,
                                         "--results-dir", w(f"results/{row.name}")])
                   for row in self.rows(w("prm"), w("validation"))]
+        if self.dpo or self.wsft:
+            steps += self.weak_rollout_steps(w, policies, games)
         if self.dpo:
             steps += self.dpo_steps_of(w, policies, games, eval_common)
+        if self.wsft:
+            steps += self.wsft_steps_of(w, policies, eval_common)
         if self.rounds >= 2:
             steps += self.expert_iteration_steps(w, policy, games, eval_common)
         steps.append(("summarize", ["summarize", "--workdir", str(workdir), "--preset", "small", "--seed", str(s)]))
@@ -230,14 +239,8 @@ class SmallPreset:
         rollouts, the weaker policy's from its own), DPO of each policy with itself as the reference (full weights,
         as it was trained), and its greedy play on the held-out instances."""
         steps = []
-        rollouts = {"sft": w("rollouts"), "weak": w("dpo/weak-rollouts")}
-        if self.weak_policy:
-            steps.append(("collect weak", ["collect", "--policy-model", policies["weak"], "--games-dir", w(TRAIN),
-                                           *games, "--limit", str(self.dpo_weak_instances), "--samples-per-instance",
-                                           "2", "--branch-factor", "2", "--branch-depth", "2", "--temperature", "1.0",
-                                           "--max-tokens", str(self.max_tokens), "--seed", str(self.seed),
-                                           "--results-dir", rollouts["weak"]]))
-        for kind in ("sft", "weak") if self.weak_policy else ("sft",):
+        rollouts = self.rollouts_of(w)
+        for kind in self.kinds():
             pairs, out = w(f"dpo/{kind}-pairs"), w(f"dpo/{kind}-dpo")
             steps += [
                 (f"pref-data {kind}", ["pref-data", "--results-dir", rollouts[kind], "--min-gap",
@@ -259,11 +262,53 @@ class SmallPreset:
             ]
         return steps
 
+    def kinds(self) -> tuple[str, ...]:
+        """The policies learning rows start from: the trained one and, with ``weak_policy``, its checkpoint."""
+        return ("sft", "weak") if self.weak_policy else ("sft",)
+
+    @staticmethod
+    def rollouts_of(w) -> dict[str, str]:
+        """Each policy's own branched rollouts on training instances, which DPO and value-weighted SFT learn from:
+        the trained policy's are the PRM's, the weaker policy's are collected for them."""
+        return {"sft": w("rollouts"), "weak": w("dpo/weak-rollouts")}
+
+    def weak_rollout_steps(self, w, policies: dict[str, str], games: list[str]) -> list[tuple[str, list[str]]]:
+        """The weaker policy's own branched rollouts on training instances (for DPO and value-weighted SFT)."""
+        if not self.weak_policy:
+            return []
+        return [("collect weak", ["collect", "--policy-model", policies["weak"], "--games-dir", w(TRAIN), *games,
+                                  "--limit", str(self.dpo_weak_instances), "--samples-per-instance", "2",
+                                  "--branch-factor", "2", "--branch-depth", "2", "--temperature", "1.0",
+                                  "--max-tokens", str(self.max_tokens), "--seed", str(self.seed),
+                                  "--results-dir", self.rollouts_of(w)["weak"]])]
+
+    def wsft_steps_of(self, w, policies: dict[str, str], eval_common: list[str]) -> list[tuple[str, list[str]]]:
+        """Value-weighted SFT: every policy turn of each policy's own rollouts, weighted by its advantage, trained
+        into that policy further (full weights, as it was trained; DPO's budget), then played greedy held out."""
+        steps = []
+        for kind in self.kinds():
+            data, out = w(f"wsft/{kind}-turns"), w(f"wsft/{kind}-wsft")
+            steps += [
+                (f"sft-data wsft {kind}", ["sft-data", "--results-dir", self.rollouts_of(w)[kind], "--weights",
+                                           self.wsft_weights, "--out", data]),
+                (f"train-wsft {kind}", ["train-sft", "--model", policies[kind], "--data", data, "--output-dir", out,
+                                        "--full-weights", "true", "--max-steps", str(self.dpo_steps),
+                                        "--per-device-train-batch-size", str(self.dpo_batch), "--effective-batch-size",
+                                        str(self.dpo_batch), "--per-device-eval-batch-size", str(2 * self.dpo_batch),
+                                        "--learning-rate", str(self.dpo_learning_rate), "--eval-steps", "0.5",
+                                        "--save-steps", "0.5", "--logging-steps", "10", "--max-length", "1024",
+                                        "--activation-checkpointing", "false", "--seed", str(self.seed),
+                                        "--model-name", f"{POLICY}-{kind}-wsft"]),
+                (f"eval {kind}-wsft-greedy", ["eval", "--policy-model", out, *eval_common,
+                                              "--results-dir", w(f"results/{kind}-wsft-greedy")]),
+            ]
+        return steps
+
     def grid(self) -> list[GridRow]:
         """Every row the summary may find under ``results/``, in table order: base greedy, the evaluation grid,
         and round 2's greedy row (present only after ``--rounds 2``)."""
         return [GridRow("base-greedy", policy="base"), *self.rows(), GridRow(ROUND2_ROW, policy="round2"),
-                *DPO_ROWS]
+                *DPO_ROWS, *WSFT_ROWS]
 
 
 def gate_of(gate: str, policy: str) -> str:
@@ -296,6 +341,8 @@ DPO_ROWS = (GridRow("sft-dpo-greedy", policy="sft-dpo"), GridRow("weak-dpo-greed
             GridRow("sft-dpo-prm-bon4", n=4, scorer="prm", selection="argmax", policy="sft-dpo"),
             GridRow("weak-dpo-prm-bon4", n=4, scorer="prm", selection="argmax", policy="weak-dpo"))
 
+WSFT_ROWS = (GridRow("sft-wsft-greedy", policy="sft-wsft"), GridRow("weak-wsft-greedy", policy="weak-wsft"))  # --wsft
+
 # the paired comparisons RESULTS.md shows (rows of the grid); the round-2 ones where that row exists.
 # expert best-of-4 - greedy is the room any scorer has at N = 4: where its CI holds 0, no PRM can show a gain
 PAIRS = [("sft-greedy", "base-greedy"), ("sft-prm-bon4", "sft-greedy"), ("sft-prm-bon4", "sft-logprob-bon4"),
@@ -317,4 +364,7 @@ PAIRS = [("sft-greedy", "base-greedy"), ("sft-prm-bon4", "sft-greedy"), ("sft-pr
          ("weak-dpo-greedy", "weak-prm-bon4"),
          # search on top of learning: the PRM's best-of-4 of the DPO policy, against its greedy and SFT greedy
          ("sft-dpo-prm-bon4", "sft-dpo-greedy"), ("weak-dpo-prm-bon4", "weak-dpo-greedy"),
-         ("sft-dpo-prm-bon4", "sft-greedy"), ("weak-dpo-prm-bon4", "weak-greedy")]
+         ("sft-dpo-prm-bon4", "sft-greedy"), ("weak-dpo-prm-bon4", "weak-greedy"),
+         # value-weighted SFT (--wsft) on the same rollouts: against greedy and against DPO
+         ("sft-wsft-greedy", "sft-greedy"), ("weak-wsft-greedy", "weak-greedy"), ("sft-wsft-greedy", "sft-dpo-greedy"),
+         ("weak-wsft-greedy", "weak-dpo-greedy")]
