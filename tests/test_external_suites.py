@@ -12,8 +12,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from external_games import draws, write_game
+from external_games import DRAW_MASTER, draws, write_game
 
+from playprm.cli import main
+from playprm.commands import build_parser
+from playprm.commands.eval import config_from_args
 from playprm.models.base import Candidate, PolicySpec
 from playprm.play.config import EvalConfig
 from playprm.play.wiring import run_eval
@@ -23,7 +26,7 @@ class Says:
     """A policy that always says ``text`` (as clem run's mock player of the draw games says ``draw``)."""
 
     def __init__(self, text: str = "draw"):
-        self.spec = PolicySpec(name="says", backend="scripted", model_id="says")
+        self.spec = PolicySpec(name="says", backend="test", model_id="says")
         self.text = text
 
     def generate(self, contexts, *, n=1, temperature=0.0, max_tokens=256, seed=None, prefixes=None):
@@ -49,6 +52,9 @@ def suite(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("suite")
     write_game(root / "games", "drawgame", DRAWS)
     write_game(root / "games", "raisegame", {"instances": {"e": [{"seed": 5, "turns": 3, "raise_at": 2}]}})
+    broken = write_game(root / "games", "brokengame", {"instances": {"e": [{"seed": 5, "turns": 1}]}},
+                        master="import missing_solver_pkg  # noqa\n" + DRAW_MASTER)
+    (broken / "requirements.txt").write_text("missing_solver_pkg\n")
     (root / "game_registry.json").write_text(json.dumps([{"benchmark_path": "games"}]))
     clem("run", "-g", "drawgame", "-m", "mock", "-r", "clem-results", cwd=root)
     clem("score", "-g", "drawgame", "-r", "clem-results", cwd=root)
@@ -96,3 +102,96 @@ def test_a_game_that_raises_fails_only_its_own_episodes(suite):
     assert error["error"] == "RuntimeError" and error["message"] == "raisegame broke on purpose in turn 2"
     assert summary.played == {"drawgame": 4} and summary.errored == {"raisegame": 1}
     assert "  raisegame: 0 played, 1 errored" in summary.lines()
+
+
+def test_a_game_with_a_missing_package_stops_the_command_before_any_model_in_one_line(suite, capsys):
+    results = suite / "stopped"
+    # a hub id that is not there: loading it would fail with another message, later
+    code = main(["eval", "--policy-model", "nobody/no-such-model", "--games-dir", str(suite / "games"),
+                 "--game", "drawgame", "--game", "brokengame", "--results-dir", str(results)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1
+    assert "game brokengame cannot load" in err and "'missing_solver_pkg'" in err
+    assert "brokengame/master.py:1" in err and "pip install -r " in err and "--skip-broken-games" in err
+    assert not results.exists()
+
+
+def test_skip_broken_games_plays_the_others_and_records_the_real_error(suite):
+    cfg = EvalConfig(policy_model="says", games=["brokengame", "drawgame"], games_dir=suite / "games",
+                     results_dir=suite / "skipped", skip_broken_games=True)
+    run_dir, summary = run_eval(cfg, policy=Says(), progress=False)
+    assert summary.played == {"drawgame": 4} and summary.errored == {"brokengame": 1}
+    error = json.loads((run_dir / "brokengame" / "e" / "instance_00000" / "error.json").read_text())
+    assert error["error"] == "ModuleNotFoundError" and error["message"] == "No module named 'missing_solver_pkg'"
+    assert "import missing_solver_pkg" in error["traceback"] and "NoneType: None" not in error["traceback"]
+    recorded = json.loads((run_dir / "playprm_run.json").read_text())
+    assert "missing_solver_pkg" in json.dumps(recorded)
+
+
+@pytest.fixture(scope="module")
+def checkout(tmp_path_factory) -> Path:
+    """A clembench-like checkout: three games with benchmark tags, two instances files each, two experiments."""
+    root = tmp_path_factory.mktemp("checkout")
+    for offset, (name, tags) in enumerate({"alpha": ["v1", "v2"], "beta": ["v2"], "gamma": ["v1"]}.items()):
+        files = {"instances": {"small": [{"seed": offset, "turns": 1}], "large": [{"seed": 9, "turns": 2}]},
+                 "hard": {"small": [{"seed": 10 + offset, "turns": 2}, {"seed": 20 + offset, "turns": 1}],
+                          "large": [{"seed": 30, "turns": 3}]}}
+        write_game(root / "clembench", name, files, benchmark=tags)
+    (root / "game_registry.json").write_text(json.dumps([{"benchmark_path": "clembench"}]))
+    return root
+
+
+def test_experiment_instances_and_spec_selectors_plan_the_episodes_clem_run_plays(checkout):
+    selector = "{'benchmark': ['v2']}"
+    clem("run", "-g", selector, "-m", "mock", "-e", "small", "-i", "hard", "-r", "clem-results", cwd=checkout)
+    theirs = episodes(checkout / "clem-results" / "mock")
+    args = build_parser().parse_args(["eval", "--policy-model", "says", "--games-dir", str(checkout / "clembench"),
+                                      "-g", selector, "-e", "small", "-i", "hard", "--results-dir",
+                                      str(checkout / "ours")])
+    cfg = config_from_args(args)
+    run_dir, _ = run_eval(cfg, policy=Says(), progress=False)
+    ours = episodes(run_dir)
+    assert sorted(ours) == sorted(theirs) == ["alpha/small/instance_00000", "alpha/small/instance_00001",
+                                              "beta/small/instance_00000", "beta/small/instance_00001"]
+    assert {key: draws(e) for key, e in ours.items()} == {key: draws(e) for key, e in theirs.items()}
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["-g", "alpha", "-e", "medium"], "--experiment medium: no selected game has it; their experiments: large, small"),
+    (["-g", "alpha", "-i", "easy"], "alpha: --instances easy: no "),
+    (["-g", "{'benchmark': ['v9']}"], "game selector {'benchmark': ['v9']} selects no game"),
+    (["-g", "{'benchmark': ['v2'"], "is not a GameSpec dict"),
+])
+def test_a_selection_that_plays_nothing_is_one_line_before_anything_loads(checkout, capsys, flags, message):
+    code = main(["eval", "--policy-model", "nobody/no-such-model", "--games-dir", str(checkout / "clembench"),
+                 *flags, "--results-dir", str(checkout / "none")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and message in err, err
+    assert not (checkout / "none").exists()
+
+
+@pytest.mark.parametrize("argv", [
+    ["eval", "--policy-model", "programmatic:expert"],
+    ["eval", "--policy-model", "scripted:random-valid"],
+    ["collect", "--policy-model", "scripted:random-valid"],
+    ["collect", "--policy-model", "nobody/no-such-model", "--branch-factor", "2", "--prover", "programmatic:expert"],
+])
+def test_scripted_players_refuse_a_game_they_have_no_moves_for_before_the_run(suite, capsys, argv):
+    results = suite / "scripted"
+    code = main([*argv, "--games-dir", str(suite / "games"), "--game", "drawgame", "--results-dir", str(results)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1
+    assert "has moves only for playprm's built-in games" in err and "drawgame (" in err, err
+    assert not results.exists()
+
+
+def test_scripted_players_still_play_a_copy_of_a_built_in_game(tmp_path):
+    import shutil
+
+    from playprm.games.registry import builtin_games_dir
+
+    shutil.copytree(builtin_games_dir() / "wordle", tmp_path / "games" / "wordle")
+    cfg = EvalConfig(policy_model="scripted:random-valid", games=["wordle"], games_dir=tmp_path / "games", limit=1,
+                     results_dir=tmp_path / "r")
+    _, summary = run_eval(cfg, progress=False)
+    assert summary.played == {"wordle": 2} and not summary.errored  # one instance of each experiment

@@ -75,12 +75,14 @@ class CollectSettings:
 
 
 def run_collect(policy_model: str, games: list[str], game_all: bool, games_dir: Path | None, limit: int | None,
-                results_dir: Path, settings: CollectSettings, *, policy=None, progress: bool = True):
+                results_dir: Path, settings: CollectSettings, *, experiment: str | None = None,
+                instances_file: str | None = None, skip_broken_games: bool = False, policy=None,
+                progress: bool = True):
     """Validate, then load the policy and collect rollouts into the run job's folder; returns (run_dir,
-    RunSummary)."""
+    RunSummary). The selection is eval's (``job.prepare_games``)."""
     from playprm.models.registry import resolve_policy
     from playprm.models.vllm_policy import check_installed
-    from playprm.play.players import load_policy
+    from playprm.play.players import check_scripted_games, load_policy
     from playprm.transformers_runtime import choose_cpu_threads
 
     settings.validate()
@@ -88,16 +90,19 @@ def run_collect(policy_model: str, games: list[str], game_all: bool, games_dir: 
         raise UsageError(f"--limit {limit} must be at least 1")
     if not games and not game_all:
         raise UsageError("say which games to play: --game NAME (repeatable) or --game-all")
-    entries, instances = prepare_games(games, game_all, games_dir, limit)
+    entries, instances = prepare_games(games, game_all, games_dir, limit, experiment=experiment,
+                                       instances_file=instances_file)
     spec = policy.spec if policy is not None else resolve_policy(policy_model)
+    check_scripted_games(spec, entries)
     if policy is None:
         check_installed(spec.backend)
     prover_spec = resolve_policy(settings.prover) if settings.prover else None
     if prover_spec is not None:
+        check_scripted_games(prover_spec, entries, flag="--prover")
         check_installed(prover_spec.backend)
     with open_run(results_dir, spec, f"t{float(settings.temperature)}-collect", entries, instances,
                   settings=settings.decoding(), temperature=settings.temperature, max_tokens=settings.max_tokens,
-                  samples=settings.samples_per_instance, folder=sample_folder) as job:
+                  skip_broken=skip_broken_games, samples=settings.samples_per_instance, folder=sample_folder) as job:
         choose_cpu_threads()  # once per run, before the model loads
         policy = policy or load_policy(spec)
         prover = load_policy(prover_spec) if prover_spec is not None else None
