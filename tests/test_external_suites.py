@@ -195,3 +195,17 @@ def test_scripted_players_still_play_a_copy_of_a_built_in_game(tmp_path):
                      results_dir=tmp_path / "r")
     _, summary = run_eval(cfg, progress=False)
     assert summary.played == {"wordle": 2} and not summary.errored  # one instance of each experiment
+
+
+def test_registered_games_dirs_are_what_clem_list_games_shows(suite, checkout, tmp_path, monkeypatch, capsys):
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    monkeypatch.chdir(workspace)
+    assert main(["games", "--games-dir", str(checkout / "clembench"), "--register"]) == 0
+    assert main(["register", "--dir", str(workspace), "--games-dir", str(suite / "games")]) == 0
+    assert main(["register", "--dir", str(workspace), "--games-dir", str(suite / "games")]) == 0  # kept once
+    listed = clem("list", "games", cwd=workspace).stdout
+    for game in ("alpha", "beta", "gamma", "drawgame", "raisegame", "wordle", "taboo"):
+        assert f"\n{game}:" in listed or listed.startswith(f"{game}:"), listed[-2000:]
+    entries = json.loads((workspace / "game_registry.json").read_text())
+    assert len(entries) == 3 and entries[0] == {"benchmark_path": str((suite / "games").resolve())}

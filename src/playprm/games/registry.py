@@ -345,29 +345,35 @@ def _instances_shape_problem(data) -> str | None:
     return None
 
 
-def write_game_registry(directory: Path) -> Path:
-    """Write or extend ``directory/game_registry.json`` so clemcore's CLI run there finds the built-in games.
+def write_game_registry(directory: Path, games_dir: Path | None = None) -> Path:
+    """Write or extend ``directory/game_registry.json`` so clemcore's CLI run there finds the built-in games and
+    ``games_dir``'s (e.g. a clembench checkout).
 
-    Adds ``{"benchmark_path": <absolute built-in folder>}`` unless an entry already points there; keeps every
-    other entry as it was. The file is replaced atomically.
+    Adds ``{"benchmark_path": <absolute folder>}`` for the built-in pack and for ``games_dir`` unless an entry
+    already points there; ``games_dir``'s goes first, as clemcore takes the first game of a name and playprm's
+    ``--games-dir`` shadows the built-in games. Every other entry is kept as it was; the file is replaced
+    atomically.
 
     Returns:
         The path of the registry file.
     Raises:
-        UsageError: ``directory`` is not a directory, or the existing file is not a JSON list.
+        UsageError: ``directory`` is not a directory, ``games_dir`` holds no game, or the existing file is not
+            a JSON list.
     """
     directory = Path(directory)
     if not directory.is_dir():
         raise UsageError(f"{directory} is not a directory; create it first")
     path = directory / REGISTRY_FILE_NAME
     entries = _registry_entries(path) if path.exists() else []
-    builtin = builtin_games_dir()
-    already = any(
-        isinstance(entry, dict)
-        and "benchmark_path" in entry
-        and (directory / str(entry["benchmark_path"])).resolve() == builtin
-        for entry in entries
-    )
-    if not already:
-        entries.append({"benchmark_path": str(builtin)})
+
+    def registered(folder: Path) -> bool:
+        return any(isinstance(entry, dict) and "benchmark_path" in entry
+                   and (directory / str(entry["benchmark_path"])).resolve() == folder for entry in entries)
+
+    if not registered(builtin_games_dir()):
+        entries.append({"benchmark_path": str(builtin_games_dir())})
+    if games_dir is not None:
+        discover_games(games_dir, cwd=directory)  # the same refusals as --games-dir everywhere else
+        if not registered(Path(games_dir).resolve()):
+            entries.insert(0, {"benchmark_path": str(Path(games_dir).resolve())})
     return atomic.write_text(path, json.dumps(entries, indent=2) + "\n")
