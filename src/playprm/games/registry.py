@@ -233,11 +233,14 @@ def _selected(selector: str, games: dict[str, GameEntry]) -> list[GameEntry]:
     from clemcore.clemgame.registry import GameRegistry
 
     try:
-        json.loads(selector.replace("'", '"'))  # clemcore's own reading of a selector dict
+        wanted = json.loads(selector.replace("'", '"'))  # clemcore's own reading of a selector dict
     except json.JSONDecodeError as error:
         raise UsageError(f"game selector {selector} is not a GameSpec dict ({error}); write e.g. "
                          "\"{'benchmark': ['2.0']}\" or a game name") from error
-    registry = GameRegistry([entry.spec for entry in games.values()])
+    # clemcore reads every spec's tags for a benchmark selector; a game without tags has none to match
+    specs = [e.spec for e in games.values() if not isinstance(wanted, dict) or "benchmark" not in wanted
+             or "benchmark" in e.spec]
+    registry = GameRegistry(specs)
     try:
         specs = registry.get_game_specs_that_unify_with(selector, verbose=False)
     except (ValueError, KeyError, AttributeError) as error:  # nothing matched; a key a game does not set
