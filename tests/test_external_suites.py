@@ -55,6 +55,8 @@ def suite(tmp_path_factory) -> Path:
     broken = write_game(root / "games", "brokengame", {"instances": {"e": [{"seed": 5, "turns": 1}]}},
                         master="import missing_solver_pkg  # noqa\n" + DRAW_MASTER)
     (broken / "requirements.txt").write_text("missing_solver_pkg\n")
+    banner = "raise LookupError('\\n' + '*' * 70 + '\\n  Resource corpus not found.\\n  Download it.\\n' + '*' * 70)\n"
+    write_game(root / "games", "bannergame", {"instances": {"e": [{"seed": 5, "turns": 1}]}}, master=banner)
     (root / "game_registry.json").write_text(json.dumps([{"benchmark_path": "games"}]))
     clem("run", "-g", "drawgame", "-m", "mock", "-r", "clem-results", cwd=root)
     clem("score", "-g", "drawgame", "-r", "clem-results", cwd=root)
@@ -104,15 +106,20 @@ def test_a_game_that_raises_fails_only_its_own_episodes(suite):
     assert "  raisegame: 0 played, 1 errored" in summary.lines()
 
 
-def test_a_game_with_a_missing_package_stops_the_command_before_any_model_in_one_line(suite, capsys):
+@pytest.mark.parametrize("game, says", [
+    ("brokengame", ["it imports 'missing_solver_pkg', which is not installed at ", "brokengame/master.py:1",
+                    "pip install -r "]),
+    ("bannergame", ["LookupError: Resource corpus not found. Download it. at ", "bannergame/master.py:1"]),
+])
+def test_a_game_that_cannot_load_stops_the_command_before_any_model_in_one_line(suite, capsys, game, says):
     results = suite / "stopped"
     # a hub id that is not there: loading it would fail with another message, later
     code = main(["eval", "--policy-model", "nobody/no-such-model", "--games-dir", str(suite / "games"),
-                 "--game", "drawgame", "--game", "brokengame", "--results-dir", str(results)])
+                 "--game", "drawgame", "--game", game, "--results-dir", str(results)])
     err = capsys.readouterr().err.strip()
-    assert code == 2 and len(err.splitlines()) == 1
-    assert "game brokengame cannot load" in err and "'missing_solver_pkg'" in err
-    assert "brokengame/master.py:1" in err and "pip install -r " in err and "--skip-broken-games" in err
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert f"game {game} cannot load: " in err and "--skip-broken-games" in err
+    assert all(part in err for part in says), err
     assert not results.exists()
 
 

@@ -160,7 +160,10 @@ def load_failure(entry, error: BaseException) -> str:
         install = f"pip install -r {requirements[0]}" if requirements else f"pip install {error.name.split('.')[0]}"
         return (f"game {entry.name} cannot load: it imports {error.name!r}, which is not installed{where}; "
                 f"install what the game needs ({install}) into this Python environment")
-    return (f"game {entry.name} cannot load: {type(error).__name__}: {error}{where}; fix the game's code or "
+    # one line, however many the error has (nltk's missing-resource banner has twenty)
+    words = " ".join(word for word in str(error).split() if set(word) != {"*"})
+    text = words if len(words) <= 240 else words[:240] + "..."
+    return (f"game {entry.name} cannot load: {type(error).__name__}: {text}{where}; fix the game's code or "
             "files, or leave the game out")
 
 
