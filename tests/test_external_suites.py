@@ -143,6 +143,8 @@ def checkout(tmp_path_factory) -> Path:
         files = {"instances": {"small": [{"seed": offset, "turns": 1}], "large": [{"seed": 9, "turns": 2}]},
                  "hard": {"small": [{"seed": 10 + offset, "turns": 2}, {"seed": 20 + offset, "turns": 1}],
                           "large": [{"seed": 30, "turns": 3}]}}
+        if name == "gamma":
+            files["instances"]["solo"] = [{"seed": 40, "turns": 1}]
         write_game(root / "clembench", name, files, benchmark=tags)
     (root / "game_registry.json").write_text(json.dumps([{"benchmark_path": "clembench"}]))
     return root
@@ -163,8 +165,18 @@ def test_experiment_instances_and_spec_selectors_plan_the_episodes_clem_run_play
     assert {key: draws(e) for key, e in ours.items()} == {key: draws(e) for key, e in theirs.items()}
 
 
+def test_games_without_the_experiment_drop_out_as_clem_run_plays_none_of_theirs(checkout):
+    from playprm.play.job import prepare_games
+
+    entries, instances = prepare_games(["{'benchmark': ['v1']}"], False, checkout / "clembench", None,
+                                       experiment="solo")
+    assert [entry.name for entry in entries] == ["gamma"] and list(instances) == ["gamma"]
+    assert [(e["name"], i["seed"]) for e, i in instances["gamma"]] == [("solo", 40)]
+
+
 @pytest.mark.parametrize("flags, message", [
     (["-g", "alpha", "-e", "medium"], "--experiment medium: no selected game has it; their experiments: large, small"),
+    (["-g", "alpha", "-e", "solo"], "--experiment solo: no selected game has it"),
     (["-g", "alpha", "-i", "easy"], "alpha: --instances easy: no "),
     (["-g", "{'benchmark': ['v9']}"], "game selector {'benchmark': ['v9']} selects no game"),
     (["-g", "{'benchmark': ['v2'"], "is not a GameSpec dict"),

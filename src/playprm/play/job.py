@@ -112,10 +112,11 @@ def prepare_games(games: list[str], game_all: bool, games_dir: Path | None, limi
             raise UsageError(f"--experiment {experiment}: no selected game has it; their experiments: "
                              f"{', '.join(names)}")
         entries = [entry for entry in entries if instances[entry.name]]
+        instances = {entry.name: instances[entry.name] for entry in entries}
     empty = [name for name, rows in instances.items() if not rows]
     if empty:
         raise UsageError(f"no instances to play for {', '.join(empty)}; check their in/instances.json")
-    return entries, {entry.name: instances[entry.name] for entry in entries}
+    return entries, instances
 
 
 def pair_folder(name: str) -> str:
