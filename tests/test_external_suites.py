@@ -74,6 +74,11 @@ def play(suite: Path, games: list[str], results: str, *, batch_size: int) -> tup
     return run_eval(cfg, policy=Says(), progress=False)
 
 
+def test_games_are_named_as_clem_run_names_them():
+    args = build_parser().parse_args(["eval", "--policy-model", "m", "-g", "a", "b", "--game", "c", "-e", "x"])
+    assert args.games == ["a", "b", "c"] and args.experiment == "x"
+
+
 def test_a_base_game_master_game_plays_to_its_scores_as_clem_run_plays_it(suite):
     run_dir, summary = play(suite, ["drawgame"], "alone", batch_size=1)
     ours = episodes(run_dir)

@@ -12,9 +12,9 @@ from playprm.search.selection import SELECTION_HELP, SELECTIONS
 
 
 def add_game_arguments(parser) -> None:
-    parser.add_argument("--game", "-g", dest="games", action="append", default=[], metavar="NAME|SPEC",
-                        help="a game to play (repeatable): its name, or a clemcore GameSpec dict as clem run's -g "
-                             "takes it, e.g. \"{'benchmark': ['2.0']}\"")
+    parser.add_argument("--game", "-g", dest="games", action="extend", nargs="+", default=[], metavar="NAME|SPEC",
+                        help="games to play (repeatable; -g A B as in clem run): a name, or a clemcore GameSpec dict "
+                             "as clem run's -g takes it, e.g. \"{'benchmark': ['2.0']}\"")
     parser.add_argument("--game-all", action="store_true", help="play every available game")
     parser.add_argument("--games-dir", type=Path, help="a clembench checkout; its games shadow built-in ones")
     parser.add_argument("--limit", type=int, help="play the first N instances of each experiment")
