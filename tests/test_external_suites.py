@@ -155,6 +155,17 @@ def checkout(tmp_path_factory) -> Path:
     return root
 
 
+def test_collect_skips_broken_games_as_eval_does_and_records_them(suite):
+    from playprm.play.collect import CollectSettings, run_collect
+
+    run_dir, summary = run_collect("says", ["brokengame", "drawgame"], False, suite / "games", 1,
+                                   suite / "rollouts", CollectSettings(samples_per_instance=1), skip_broken_games=True,
+                                   policy=Says(), progress=False)
+    assert summary.played == {"drawgame": 2} and summary.errored == {"brokengame": 1}
+    [error_file] = run_dir.rglob("error.json")
+    assert json.loads(error_file.read_text())["message"] == "No module named 'missing_solver_pkg'"
+
+
 def test_experiment_instances_and_spec_selectors_plan_the_episodes_clem_run_plays(checkout):
     selector = "{'benchmark': ['v2']}"
     clem("run", "-g", selector, "-m", "mock", "-e", "small", "-i", "hard", "-r", "clem-results", cwd=checkout)

@@ -160,6 +160,13 @@ class Episode:
             episode.fail(error, stage="setup")
         return episode
 
+    @classmethod
+    def failed(cls, task: EpisodeTask, error: BaseException, *, stage: str) -> Episode:
+        """An episode that could not start (its game did not load): ``error`` in its error record."""
+        episode = cls(task=task, env=None, recorders=None)  # type: ignore[arg-type]
+        episode.fail(error, stage=stage)
+        return episode
+
     @contextmanager
     def _own_random(self):
         """Run game code on this episode's own process-wide random state: games seed Python's ``random`` (or

@@ -108,9 +108,8 @@ def run_collect(policy_model: str, games: list[str], game_all: bool, games_dir: 
         prover = load_policy(prover_spec) if prover_spec is not None else None
         job.write_metadata({**asdict(settings), "policy": spec.describe(), "broken_games": job.broken_games,
                             **({"prover_model": prover_spec.describe()} if prover_spec is not None else {})})
-        summary = collect([t for t in job.tasks if t.benchmark is not None], policy=policy, policy_name=job.name,
-                          run_dir=job.run_dir, settings=settings, gen_args=job.gen_args, progress=progress,
-                          prover=prover)
+        summary = collect(job.tasks, policy=policy, policy_name=job.name, run_dir=job.run_dir, settings=settings,
+                          gen_args=job.gen_args, progress=progress, prover=prover, broken=job.broken)
     return job.run_dir, summary
 
 
@@ -152,10 +151,11 @@ def _record_turn(episode: Episode, records: list, text: str, prover: str | None 
 
 
 def collect(tasks, *, policy, policy_name: str, run_dir: Path, settings: CollectSettings, gen_args: dict,
-            progress: bool = True, prover=None) -> runner.RunSummary:
+            progress: bool = True, prover=None, broken: dict | None = None) -> runner.RunSummary:
     """Play every task as a (possibly branched) rollout tree; returns a summary of leaves written. The caller
     holds ``run_dir`` (``run_job.open_run``). ``prover`` (a policy, with ``settings.prover`` its name) plays the
-    turns after a branch point that do not branch."""
+    turns after a branch point that do not branch. ``broken``: the games that did not load (``RunJob.broken``,
+    with --skip-broken-games); each of their tasks is one leaf with the game's own error."""
     started = time.perf_counter()
     summary = runner.RunSummary(planned=len(tasks), unit="rollout trees")
     clean_staging(run_dir, locked=True)
@@ -169,7 +169,10 @@ def collect(tasks, *, policy, policy_name: str, run_dir: Path, settings: Collect
         leaves: dict[int, list[Episode]] = defaultdict(list)
         open_: list[tuple[int, Episode]] = []
         for tree, task in enumerate(wave):
-            root = Episode.start(task, policy_name, run_dir.name, gen_args)
+            if task.benchmark is None:  # its game did not load (--skip-broken-games): one errored leaf
+                root = Episode.failed(task, runner.load_error(broken, task), stage="load")
+            else:
+                root = Episode.start(task, policy_name, run_dir.name, gen_args)
             root.tags.update(depth=0, replies={}, last=None, last_index=None)
             if root.done:
                 leaves[tree].append(root)
