@@ -158,8 +158,9 @@ def load_failure(entry, error: BaseException) -> str:
         # a clembench checkout lists each suite's packages in a requirements.txt beside its games
         requirements = [p for p in (entry.path / "requirements.txt", entry.path.parent / "requirements.txt")
                         if p.is_file()]
-        install = f"pip install -r {requirements[0]}" if requirements else f"pip install {error.name.split('.')[0]}"
-        return (f"game {entry.name} cannot load: it imports {error.name!r}, which is not installed{where}; "
+        module = error.name or str(error)
+        install = f"pip install -r {requirements[0]}" if requirements else f"pip install {module.split('.')[0]}"
+        return (f"game {entry.name} cannot load: it imports {module!r}, which is not installed{where}; "
                 f"install what the game needs ({install}) into this Python environment")
     # one line, however many the error has (nltk's missing-resource banner has twenty)
     words = " ".join(word for word in str(error).split() if set(word) != {"*"})

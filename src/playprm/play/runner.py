@@ -130,7 +130,7 @@ def load_error(broken: dict | None, task: EpisodeTask) -> BaseException:
 
 def _with_retries(call, episodes: list[Episode]):
     """Run ``call(episodes)`` (a policy/PRM batch); retry once on failure, then fail these episodes and let the
-    run go on."""
+    run go on. A game's own failure never reaches here: ``Episode.play`` and ``fork`` fail their episode alone."""
     for attempt in range(POLICY_RETRIES + 1):
         try:
             return call(episodes)
