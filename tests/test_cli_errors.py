@@ -116,10 +116,10 @@ def test_a_game_copy_from_another_playprm_version_says_how_to_write_it_again(tmp
     master = games / "referencegame" / "master.py"
     master.write_text(master.read_text().replace("playprm.games.builtin.base", "playprm.games.builtin.episode"))
     results = tmp_path / "r"
-    assert main(["eval", "--policy-model", "programmatic:expert", "--game", "referencegame", "--games-dir",
-                 str(games), "--limit", "1", "--results-dir", str(results)]) == 1
-    error = json.loads(next(results.rglob("error.json")).read_text())
-    assert error["stage"] == "load" and "write its folder again with `playprm instances`" in error["message"]
+    code, err = run_cli(["eval", "--policy-model", "nobody/no-such-model", "--game", "referencegame", "--games-dir",
+                         str(games), "--limit", "1", "--results-dir", str(results)], capsys)
+    assert code == 2 and "write its folder again with `playprm instances`" in err  # before anything is written
+    assert not results.exists()
 
 
 def test_broken_game_is_recorded_and_the_other_games_finish(card_models, tmp_path, capsys):
@@ -130,12 +130,14 @@ def test_broken_game_is_recorded_and_the_other_games_finish(card_models, tmp_pat
     (games / "referencegame" / "master.py").write_text("raise ImportError('written for another clemcore')\n")
     results = tmp_path / "r"
     code = main(["eval", "--policy-model", str(card_models["policy"]), "--game-all", "--games-dir", str(games),
-                 "--limit", "1", "--max-tokens", "4", "--results-dir", str(results)])
+                 "--limit", "1", "--max-tokens", "4", "--results-dir", str(results), "--skip-broken-games"])
     assert code == 0
     out = capsys.readouterr().out
     run_dir = next(p for p in results.iterdir() if p.is_dir())  # beside clembench.log
     errors = sorted(run_dir.rglob("error.json"))
     assert errors and all(p.parts[-4] == "referencegame" for p in errors)
-    assert json.loads(errors[0].read_text())["stage"] == "load"
+    error = json.loads(errors[0].read_text())
+    assert error["stage"] == "load" and error["message"] == "written for another clemcore"
+    assert "NoneType: None" not in error["traceback"]  # the game's own traceback
     assert list(run_dir.glob("wordle/*/*/scores.json")) and list(run_dir.glob("taboo/*/*/scores.json"))
     assert "errored" in out

@@ -14,12 +14,13 @@ from playprm.cli import main
 
 
 def broken_wordle(root: Path) -> Path:
-    """A games dir whose wordle code does not load, so every episode of it errors (stage ``load``)."""
+    """A games dir whose wordle has lost its first prompt, so every episode of it errors (stage ``setup``); a
+    game whose code does not load stops the command instead (test_external_suites.py)."""
     from playprm.games.registry import builtin_games_dir
 
     games = root / "games"
     shutil.copytree(builtin_games_dir() / "wordle", games / "wordle")
-    (games / "wordle" / "master.py").write_text("raise ImportError('written for another clemcore')\n")
+    (games / "wordle" / "resources" / "initial_prompt.template").unlink()
     return games
 
 

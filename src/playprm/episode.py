@@ -13,15 +13,18 @@ that fails (a full disk, say) fails that episode, not the run.
 from __future__ import annotations
 
 import logging
+import random
 import shutil
 import time
 import traceback
+from contextlib import contextmanager
 from copy import deepcopy
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import numpy
 from clemcore.backends.model_registry import Model, ModelSpec
 from clemcore.clemgame import GameBenchmarkCallback, GameBenchmarkCallbackList
 from clemcore.clemgame.envs.pettingzoo.master import GameMasterEnv
@@ -136,21 +139,47 @@ class Episode:
     rejected: dict[str, list[str]] = field(default_factory=dict)
     _context: dict | None = None
     _last_reply: tuple[str, int | None, str] | None = None  # (player, round, text): the last step, a policy reply
+    # the process-wide random state (Python's, numpy's) this episode's game code left behind; None: not yet run
+    _random: tuple | None = None
 
     @classmethod
     def start(cls, task: EpisodeTask, policy_name: str, run_dir: str, gen_args: dict) -> Episode:
-        model = PolicyModel(policy_name, gen_args)
-        players = [model] * task.benchmark.game_spec.players
-        recorders = _Recorders(run_dir, Model.to_infos(players))
-        env = GameMasterEnv(task.benchmark, callbacks=GameBenchmarkCallbackList([recorders]))
-        episode = cls(task=task, env=env, recorders=recorders)
+        """Set up ``task``'s game and play its programmatic turns up to the first policy turn. Never raises: a
+        game (or playprm's bookkeeping) that fails here fails this episode, stage ``setup``."""
+        episode = cls(task=task, env=None, recorders=None)  # type: ignore[arg-type]
         try:
-            env.reset(options={"player_models": players, "experiment": task.experiment,
-                               "game_instance": task.instance})
-            episode.advance()
+            model = PolicyModel(policy_name, gen_args)
+            players = [model] * task.benchmark.game_spec.players
+            episode.recorders = _Recorders(run_dir, Model.to_infos(players))
+            episode.env = GameMasterEnv(task.benchmark, callbacks=GameBenchmarkCallbackList([episode.recorders]))
+            with episode._own_random():
+                episode.env.reset(options={"player_models": players, "experiment": task.experiment,
+                                           "game_instance": task.instance})
+                episode.advance()
         except Exception as error:  # a broken game fails this episode, not the run
             episode.fail(error, stage="setup")
         return episode
+
+    @classmethod
+    def failed(cls, task: EpisodeTask, error: BaseException, *, stage: str) -> Episode:
+        """An episode that could not start (its game did not load): ``error`` in its error record."""
+        episode = cls(task=task, env=None, recorders=None)  # type: ignore[arg-type]
+        episode.fail(error, stage=stage)
+        return episode
+
+    @contextmanager
+    def _own_random(self):
+        """Run game code on this episode's own process-wide random state: games seed Python's ``random`` (or
+        numpy's) at setup and draw from it later, and a batch interleaves its episodes' turns, so each episode's
+        state is put in place before its code runs and kept after, and draws are those of ``clem run``, which
+        plays one episode after the other. A new episode starts from the process's state, as there."""
+        if self._random is not None:
+            random.setstate(self._random[0])
+            numpy.random.set_state(self._random[1])
+        try:
+            yield
+        finally:
+            self._random = (random.getstate(), numpy.random.get_state())
 
     @property
     def done(self) -> bool:
@@ -158,7 +187,13 @@ class Episode:
 
     @property
     def game_master(self):
-        return self.env.game_master
+        return None if self.env is None else self.env.game_master
+
+    @property
+    def round(self) -> int | None:
+        """The game's round, where its master counts them (DialogueGameMaster and the legacy master do; the base
+        ``GameMaster`` promises only ``current_player``, ``get_context_for``, ``step`` and ``state``)."""
+        return getattr(self.game_master, "current_round", None)
 
     def advance(self) -> None:
         """Play programmatic turns until a policy turn is pending or the game is over."""
@@ -187,7 +222,7 @@ class Episode:
         """The game asks ``player`` again: its last reply, given in this same round and answered by nobody else,
         was refused (clemcore's game masters re-prompt within the round). Games of every kind, no game code."""
         last, self._last_reply = self._last_reply, None
-        round_ = getattr(self.game_master, "current_round", None)
+        round_ = self.round
         if last is not None and round_ is not None and last[:2] == (player, round_):
             self.rejected.setdefault(player, []).append(last[2])
 
@@ -196,37 +231,45 @@ class Episode:
         """Send the chosen reply of the pending turn to the game and move on. The token counts are the turn's
         cost: generated (all candidates), scored by the PRM, and the context tokens the policy encoded (``None``:
         the backend does not say), and those its engine found in its prefix cache (vLLM; ``None``: not known)."""
+        if self.error is not None:  # a copy whose fork failed (``fork``) plays nothing
+            return
         assert self.pending is not None, "no policy turn is pending"
-        text = printable(text)
-        player = self.env.player_by_agent_id[self.env.agent_selection]
-        self.generated_tokens += generated_tokens
-        self.prm_tokens += prm_tokens
-        self.policy_calls += 1
-        self.turn_costs.append({"prefill_tokens": prefill_tokens, "generated_tokens": generated_tokens,
-                                "prm_tokens": prm_tokens})
-        if cached_tokens is not None:
-            self.turn_costs[-1]["cached_tokens"] = cached_tokens
-        if log is not None:
-            for candidate in log.get("candidates", []):
-                candidate["text"] = printable(candidate["text"])
-            log["rejected"] = repeats([c["text"] for c in log.get("candidates", [])], self.pending.rejected)
-            self.candidates.append({"turn": len(self.candidates), "round": self.game_master.current_round,
-                                    "player": self.pending.player, "game_role": self.pending.game_role, **log})
-        self._last_reply = (self.pending.player, getattr(self.game_master, "current_round", None), text)
-        try:
-            prompt = player.perceive_context(self._context)
-            response_object = {"clem_player": {"response": text, "model_name": player.model.name}}
-            player.perceive_response(text, metadata={"prompt": prompt, "response_object": response_object})
-            self.env.step(text)
-            self.advance()
+        try:  # anything failing here, game code or this bookkeeping, fails this episode alone
+            text = printable(text)
+            player = self.env.player_by_agent_id[self.env.agent_selection]
+            self.generated_tokens += generated_tokens
+            self.prm_tokens += prm_tokens
+            self.policy_calls += 1
+            self.turn_costs.append({"prefill_tokens": prefill_tokens, "generated_tokens": generated_tokens,
+                                    "prm_tokens": prm_tokens})
+            if cached_tokens is not None:
+                self.turn_costs[-1]["cached_tokens"] = cached_tokens
+            if log is not None:
+                for candidate in log.get("candidates", []):
+                    candidate["text"] = printable(candidate["text"])
+                log["rejected"] = repeats([c["text"] for c in log.get("candidates", [])], self.pending.rejected)
+                self.candidates.append({"turn": len(self.candidates), "round": self.round,
+                                        "player": self.pending.player, "game_role": self.pending.game_role, **log})
+            self._last_reply = (self.pending.player, self.round, text)
+            with self._own_random():
+                prompt = player.perceive_context(self._context)
+                response_object = {"clem_player": {"response": text, "model_name": player.model.name}}
+                player.perceive_response(text, metadata={"prompt": prompt, "response_object": response_object})
+                self.env.step(text)
+                self.advance()
         except Exception as error:
             self.fail(error, stage="step")
 
     def fork(self) -> Episode:
-        """An independent copy of the game and its records (clemcore's GameMasterEnv is deep-copyable)."""
+        """An independent copy of the game and its records (clemcore's GameMasterEnv is deep-copyable). Never
+        raises: where the game cannot be copied, this episode fails and the copy is a failed twin of it."""
         # the task and the game benchmark (loaded game code) are shared by all copies, not copied
         memo = {id(self.task): self.task, id(self.task.benchmark): self.task.benchmark}
-        return deepcopy(self, memo)
+        try:
+            return deepcopy(self, memo)
+        except Exception as error:  # game state that cannot be copied fails this episode, not the batch
+            self.fail(error, stage="fork")
+            return Episode(task=self.task, env=self.env, recorders=self.recorders, error=dict(self.error))
 
     def fail(self, error: BaseException, *, stage: str) -> None:
         self.pending = None
@@ -235,12 +278,14 @@ class Episode:
             "stage": stage,
             "error": type(error).__name__,
             "message": redact(str(error))[:2000],  # a server may echo the API key in its error
-            "traceback": redact(traceback.format_exc(limit=20)),
+            # the error's own traceback: an error caught earlier (a game that failed to load) is recorded later
+            "traceback": redact("".join(traceback.format_exception(type(error), error, error.__traceback__,
+                                                                   limit=20))),
         }
 
     @property
     def outcome(self) -> str | None:
-        state = getattr(self.game_master, "state", None) if self.env.game_master is not None else None
+        state = getattr(self.game_master, "state", None)
         value = getattr(getattr(state, "outcome", None), "value", None)
         return {"success": "success", "failure": "lose", "aborted": "aborted"}.get(value)
 

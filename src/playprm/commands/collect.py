@@ -47,7 +47,8 @@ def run(args) -> int:
     from playprm.play.collect import run_collect
 
     run_dir, summary = run_collect(args.policy_model, args.games, args.game_all, args.games_dir, args.limit,
-                                   args.results_dir, settings_from_args(args))
+                                   args.results_dir, settings_from_args(args), experiment=args.experiment,
+                                   instances_file=args.instances, skip_broken_games=args.skip_broken_games)
     print(f"rollouts: {run_dir}\nturns:    {run_dir / TURNS_FILE}")
     for line in summary.lines():
         print(line)

@@ -12,11 +12,18 @@ from playprm.search.selection import SELECTION_HELP, SELECTIONS
 
 
 def add_game_arguments(parser) -> None:
-    parser.add_argument("--game", dest="games", action="append", default=[], metavar="NAME",
-                        help="a game to play (repeatable)")
+    parser.add_argument("--game", "-g", dest="games", action="extend", nargs="+", default=[], metavar="NAME|SPEC",
+                        help="games to play (repeatable; -g A B as in clem run): a name, or a clemcore GameSpec dict "
+                             "as clem run's -g takes it, e.g. \"{'benchmark': ['2.0']}\"")
     parser.add_argument("--game-all", action="store_true", help="play every available game")
     parser.add_argument("--games-dir", type=Path, help="a clembench checkout; its games shadow built-in ones")
     parser.add_argument("--limit", type=int, help="play the first N instances of each experiment")
+    parser.add_argument("-e", "--experiment", help="play only this experiment (clem run's -e)")
+    parser.add_argument("-i", "--instances", metavar="NAME",
+                        help="the instances file in each game's in/, without .json (clem run's -i)")
+    parser.add_argument("--skip-broken-games", action="store_true",
+                        help="play the games that load; a game whose code fails to load (a missing package) gets "
+                             "its episodes recorded as errors instead of stopping the command")
 
 
 def register(subparsers) -> None:

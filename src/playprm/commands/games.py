@@ -20,7 +20,7 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--register",
         action="store_true",
-        help="write game_registry.json here so that `clem run/list` finds the built-in games",
+        help="write game_registry.json here so that `clem run/list` finds the built-in games and --games-dir's",
     )
     parser.set_defaults(func=run)
 
@@ -36,9 +36,8 @@ def run(args) -> int:
         )
     print(text_table(rows[0], rows[1:], align="l" * len(rows[0]), rule=False))
     if args.register:
-        path = write_game_registry(Path.cwd())
-        print(
-            f"\nwrote {path}: clemcore's `clem list games` / `clem run` started in {path.parent} "
-            "now find the built-in games"
-        )
+        path = write_game_registry(Path.cwd(), args.games_dir)
+        also = f" and those of {args.games_dir}" if args.games_dir else ""
+        print(f"\nwrote {path}: clemcore's `clem list games` / `clem run` started in {path.parent} now find the "
+              f"built-in games{also}")
     return 0

@@ -16,6 +16,8 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "register", help="write game_registry.json, playprm_api.py (and a model entry) so `clem` sees them")
     parser.add_argument("--dir", type=Path, default=Path("."), help="workspace to write into (default: cwd)")
+    parser.add_argument("--games-dir", type=Path,
+                        help="also register this folder's games (e.g. a clembench checkout); they shadow built-in ones")
     parser.add_argument("--model-name", help="also add a model_registry.json entry with this name ...")
     parser.add_argument("--model-path", type=Path, help="... for this local HF model directory or .gguf file "
                         "(played by the playprm backend; clemcore's huggingface_local needs `import-gguf`'s folder)")
@@ -42,7 +44,7 @@ def run(args) -> int:
         raise UsageError(f"--model-path {args.model_path} holds no config.json; give a Hugging Face model folder")
     from playprm.games.registry import write_game_registry
 
-    print(f"games:   {write_game_registry(args.dir)}")
+    print(f"games:   {write_game_registry(args.dir, args.games_dir)}")
     print(f"backend: {atomic.write_text(args.dir / 'playprm_api.py', API_TEXT)}")
     if args.model_name:
         print(f"model:   {add_model_entry(args.dir, args.model_name, args.model_path)}")

@@ -76,13 +76,27 @@ class GameEntry:
     @property
     def instances_file(self) -> Path:
         """The instances file clemcore would play: ``<path>/in/<instances or "instances">.json``."""
-        name = self.spec["instances"] if "instances" in self.spec else "instances"
+        return self.instances_file_named(None)
+
+    def instances_file_named(self, name: str | None) -> Path:
+        """The instances file ``name`` (clem run's ``-i``: a file in the game's ``in/``, ``.json`` optional);
+        ``None``: the spec's own (``instances_file``)."""
+        if name is None:
+            name = self.spec["instances"] if "instances" in self.spec else "instances"
         return self.path / "in" / (name if name.endswith(".json") else f"{name}.json")
 
 
 def builtin_games_dir() -> Path:
     """The folder of the built-in game pack (one sub-folder per game)."""
     return Path(__file__).resolve().parent / "builtin"
+
+
+def runs_builtin_code(entry: GameEntry) -> bool:
+    """Whether ``entry`` plays a built-in game's own code: the pack's folder or a copy of it (``playprm
+    instances`` copies the code beside new instances); a clembench game of the same name has other prompts."""
+    own = builtin_games_dir() / entry.name / "master.py"
+    theirs = entry.path / "master.py"
+    return own.is_file() and theirs.is_file() and theirs.read_bytes() == own.read_bytes()
 
 
 def _walk_specs(directory: Path) -> list[GameSpec]:
@@ -203,12 +217,36 @@ def resolve_games(
         return [_checked(games[name]) for name in sorted(games)]
     if not names:
         raise UsageError(f"no game given; name one or more of: {available} (or pass --all)")
-    for name in names:
-        if name not in games:
-            raise UsageError(
-                f"unknown game '{name}'; available: {available} (add --games-dir DIR for clembench games)"
-            )
-    return [_checked(games[name]) for name in dict.fromkeys(names)]
+    selected = [entry for selector in names for entry in _selected(selector, games)]
+    return [_checked(entry) for entry in {entry.name: entry for entry in selected}.values()]
+
+
+def _selected(selector: str, games: dict[str, GameEntry]) -> list[GameEntry]:
+    """The games of one selector as clem run's ``-g`` takes it: a game name, or a GameSpec-like dict such as
+    ``{'benchmark': ['2.0']}`` or ``{'main_game': 'wordle'}``, matched by clemcore's own ``GameRegistry`` over
+    the games playprm sees (so both plan the same games)."""
+    if not selector.lstrip().startswith("{"):
+        if selector not in games:
+            raise UsageError(f"unknown game '{selector}'; available: {', '.join(sorted(games))} (add --games-dir "
+                             "DIR for clembench games)")
+        return [games[selector]]
+    from clemcore.clemgame.registry import GameRegistry
+
+    try:
+        wanted = json.loads(selector.replace("'", '"'))  # clemcore's own reading of a selector dict
+    except json.JSONDecodeError as error:
+        raise UsageError(f"game selector {selector} is not a GameSpec dict ({error}); write e.g. "
+                         "\"{'benchmark': ['2.0']}\" or a game name") from error
+    # clemcore reads every spec's tags for a benchmark selector; a game without tags has none to match
+    specs = [e.spec for e in games.values() if not isinstance(wanted, dict) or "benchmark" not in wanted
+             or "benchmark" in e.spec]
+    registry = GameRegistry(specs)
+    try:
+        specs = registry.get_game_specs_that_unify_with(selector, verbose=False)
+    except (ValueError, KeyError, AttributeError) as error:  # nothing matched; a key a game does not set
+        raise UsageError(f"game selector {selector} selects no game ({error}); see `playprm games` for the "
+                         "games, their benchmark tags and paths") from error
+    return [games[spec["game_name"]] for spec in specs]
 
 
 def _checked(entry: GameEntry) -> GameEntry:
@@ -219,7 +257,8 @@ def _checked(entry: GameEntry) -> GameEntry:
 
 
 def load_instances(
-    entry: GameEntry, *, limit: int | None = None, experiments: list[str] | None = None
+    entry: GameEntry, *, limit: int | None = None, experiments: list[str] | None = None,
+    instances_file: str | None = None,
 ) -> list[tuple[dict, dict]]:
     """The game instances of ``entry`` as ``(experiment, game_instance)`` pairs, in file order.
 
@@ -227,16 +266,20 @@ def load_instances(
         entry: a discovered game.
         limit: keep only the first ``limit`` instances of each experiment (``None``: all).
         experiments: keep only these experiments (``None``: all).
+        instances_file: the instances file's name in the game's ``in/`` (clem run's ``-i``; ``None``: the spec's).
     Returns:
         Pairs of the experiment dict without its ``game_instances`` and one game instance dict.
     Raises:
         UsageError: the instances file is missing, empty, not JSON or not shaped as clemcore expects; an
             unknown experiment name; a limit below 1.
     """
-    path = entry.instances_file
+    path = entry.instances_file_named(instances_file)
     if limit is not None and limit < 1:
         raise UsageError(f"the instance limit must be at least 1, not {limit}")
     fix = f"regenerate it with {entry.path / 'instancegenerator.py'}"
+    if instances_file is not None and not path.is_file():
+        names = ", ".join(sorted(p.stem for p in path.parent.glob("*.json"))) or "none"
+        raise UsageError(f"{entry.name}: --instances {instances_file}: no {path}; its instances files: {names}")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as error:
@@ -305,29 +348,35 @@ def _instances_shape_problem(data) -> str | None:
     return None
 
 
-def write_game_registry(directory: Path) -> Path:
-    """Write or extend ``directory/game_registry.json`` so clemcore's CLI run there finds the built-in games.
+def write_game_registry(directory: Path, games_dir: Path | None = None) -> Path:
+    """Write or extend ``directory/game_registry.json`` so clemcore's CLI run there finds the built-in games and
+    ``games_dir``'s (e.g. a clembench checkout).
 
-    Adds ``{"benchmark_path": <absolute built-in folder>}`` unless an entry already points there; keeps every
-    other entry as it was. The file is replaced atomically.
+    Adds ``{"benchmark_path": <absolute folder>}`` for the built-in pack and for ``games_dir`` unless an entry
+    already points there; ``games_dir``'s goes first, as clemcore takes the first game of a name and playprm's
+    ``--games-dir`` shadows the built-in games. Every other entry is kept as it was; the file is replaced
+    atomically.
 
     Returns:
         The path of the registry file.
     Raises:
-        UsageError: ``directory`` is not a directory, or the existing file is not a JSON list.
+        UsageError: ``directory`` is not a directory, ``games_dir`` holds no game, or the existing file is not
+            a JSON list.
     """
     directory = Path(directory)
     if not directory.is_dir():
         raise UsageError(f"{directory} is not a directory; create it first")
     path = directory / REGISTRY_FILE_NAME
     entries = _registry_entries(path) if path.exists() else []
-    builtin = builtin_games_dir()
-    already = any(
-        isinstance(entry, dict)
-        and "benchmark_path" in entry
-        and (directory / str(entry["benchmark_path"])).resolve() == builtin
-        for entry in entries
-    )
-    if not already:
-        entries.append({"benchmark_path": str(builtin)})
+
+    def registered(folder: Path) -> bool:
+        return any(isinstance(entry, dict) and "benchmark_path" in entry
+                   and (directory / str(entry["benchmark_path"])).resolve() == folder for entry in entries)
+
+    if not registered(builtin_games_dir()):
+        entries.append({"benchmark_path": str(builtin_games_dir())})
+    if games_dir is not None:
+        discover_games(games_dir, cwd=directory)  # the same refusals as --games-dir everywhere else
+        if not registered(Path(games_dir).resolve()):
+            entries.insert(0, {"benchmark_path": str(Path(games_dir).resolve())})
     return atomic.write_text(path, json.dumps(entries, indent=2) + "\n")

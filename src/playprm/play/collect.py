@@ -75,12 +75,14 @@ class CollectSettings:
 
 
 def run_collect(policy_model: str, games: list[str], game_all: bool, games_dir: Path | None, limit: int | None,
-                results_dir: Path, settings: CollectSettings, *, policy=None, progress: bool = True):
+                results_dir: Path, settings: CollectSettings, *, experiment: str | None = None,
+                instances_file: str | None = None, skip_broken_games: bool = False, policy=None,
+                progress: bool = True):
     """Validate, then load the policy and collect rollouts into the run job's folder; returns (run_dir,
-    RunSummary)."""
+    RunSummary). The selection is eval's (``job.prepare_games``)."""
     from playprm.models.registry import resolve_policy
     from playprm.models.vllm_policy import check_installed
-    from playprm.play.players import load_policy
+    from playprm.play.players import check_scripted_games, load_policy
     from playprm.transformers_runtime import choose_cpu_threads
 
     settings.validate()
@@ -88,24 +90,26 @@ def run_collect(policy_model: str, games: list[str], game_all: bool, games_dir: 
         raise UsageError(f"--limit {limit} must be at least 1")
     if not games and not game_all:
         raise UsageError("say which games to play: --game NAME (repeatable) or --game-all")
-    entries, instances = prepare_games(games, game_all, games_dir, limit)
+    entries, instances = prepare_games(games, game_all, games_dir, limit, experiment=experiment,
+                                       instances_file=instances_file)
     spec = policy.spec if policy is not None else resolve_policy(policy_model)
+    check_scripted_games(spec, entries)
     if policy is None:
         check_installed(spec.backend)
     prover_spec = resolve_policy(settings.prover) if settings.prover else None
     if prover_spec is not None:
+        check_scripted_games(prover_spec, entries, flag="--prover")
         check_installed(prover_spec.backend)
     with open_run(results_dir, spec, f"t{float(settings.temperature)}-collect", entries, instances,
                   settings=settings.decoding(), temperature=settings.temperature, max_tokens=settings.max_tokens,
-                  samples=settings.samples_per_instance, folder=sample_folder) as job:
+                  skip_broken=skip_broken_games, samples=settings.samples_per_instance, folder=sample_folder) as job:
         choose_cpu_threads()  # once per run, before the model loads
         policy = policy or load_policy(spec)
         prover = load_policy(prover_spec) if prover_spec is not None else None
         job.write_metadata({**asdict(settings), "policy": spec.describe(), "broken_games": job.broken_games,
                             **({"prover_model": prover_spec.describe()} if prover_spec is not None else {})})
-        summary = collect([t for t in job.tasks if t.benchmark is not None], policy=policy, policy_name=job.name,
-                          run_dir=job.run_dir, settings=settings, gen_args=job.gen_args, progress=progress,
-                          prover=prover)
+        summary = collect(job.tasks, policy=policy, policy_name=job.name, run_dir=job.run_dir, settings=settings,
+                          gen_args=job.gen_args, progress=progress, prover=prover, broken=job.broken)
     return job.run_dir, summary
 
 
@@ -147,10 +151,11 @@ def _record_turn(episode: Episode, records: list, text: str, prover: str | None 
 
 
 def collect(tasks, *, policy, policy_name: str, run_dir: Path, settings: CollectSettings, gen_args: dict,
-            progress: bool = True, prover=None) -> runner.RunSummary:
+            progress: bool = True, prover=None, broken: dict | None = None) -> runner.RunSummary:
     """Play every task as a (possibly branched) rollout tree; returns a summary of leaves written. The caller
     holds ``run_dir`` (``run_job.open_run``). ``prover`` (a policy, with ``settings.prover`` its name) plays the
-    turns after a branch point that do not branch."""
+    turns after a branch point that do not branch. ``broken``: the games that did not load (``RunJob.broken``,
+    with --skip-broken-games); each of their tasks is one leaf with the game's own error."""
     started = time.perf_counter()
     summary = runner.RunSummary(planned=len(tasks), unit="rollout trees")
     clean_staging(run_dir, locked=True)
@@ -164,7 +169,10 @@ def collect(tasks, *, policy, policy_name: str, run_dir: Path, settings: Collect
         leaves: dict[int, list[Episode]] = defaultdict(list)
         open_: list[tuple[int, Episode]] = []
         for tree, task in enumerate(wave):
-            root = Episode.start(task, policy_name, run_dir.name, gen_args)
+            if task.benchmark is None:  # its game did not load (--skip-broken-games): one errored leaf
+                root = Episode.failed(task, runner.load_error(broken, task), stage="load")
+            else:
+                root = Episode.start(task, policy_name, run_dir.name, gen_args)
             root.tags.update(depth=0, replies={}, last=None, last_index=None)
             if root.done:
                 leaves[tree].append(root)

@@ -81,6 +81,9 @@ class EvalConfig:
     game_all: bool = False
     games_dir: Path | None = None
     limit: int | None = None
+    experiment: str | None = None  # clem run's -e: play only this experiment
+    instances: str | None = None  # clem run's -i: the instances file in each game's in/ (None: the spec's)
+    skip_broken_games: bool = False  # play the games that load; a broken game's episodes become errors
     results_dir: Path = Path("results")
     n_candidates: int = 4  # model card: best-of-4
     temperature: float | None = None  # None: 0 for greedy, 0.7 for sampling modes (model card)

@@ -11,6 +11,7 @@ then loads its models and calls ``RunJob.write_metadata``: clemcore's ``run.json
 from __future__ import annotations
 
 import logging
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -71,15 +72,16 @@ class RunJob:
 
 @contextmanager
 def open_run(results_dir: Path, spec, tag: str, entries, instances: dict, *, settings: dict, temperature: float,
-             max_tokens: int, **plan_options) -> Iterator[RunJob]:
+             max_tokens: int, skip_broken: bool = False, **plan_options) -> Iterator[RunJob]:
     """Open (or resume) the run of policy ``spec`` with folder tag ``tag`` under ``results_dir`` for the
     ``with`` block. ``settings``: what changes the run's numbers besides the policy and the instances (its
-    fingerprint; ``mode`` and ``env_lookahead`` among them); ``plan_options``: ``plan``'s. The refusals (another
-    run holds the folder, or recorded other settings) are one-line UsageErrors."""
+    fingerprint; ``mode`` and ``env_lookahead`` among them); ``skip_broken``: ``load_benchmarks``';
+    ``plan_options``: ``plan``'s. The refusals (a game that cannot load, another run holds the folder, or it
+    recorded other settings) are one-line UsageErrors, raised before anything is written."""
     name = f"{spec.name}-{tag}"
     run_dir = results_dir / pair_folder(name)
     fingerprint = run_fingerprint(spec, settings, instances)
-    benchmarks, broken = load_benchmarks(entries)
+    benchmarks, broken = load_benchmarks(entries, skip_broken=skip_broken)
     try:
         tasks = plan(entries, instances, benchmarks, run_dir, **plan_options)
         with run_lock.hold(run_dir):
@@ -92,13 +94,25 @@ def open_run(results_dir: Path, spec, tag: str, entries, instances: dict, *, set
             benchmark.close()
 
 
-def prepare_games(games: list[str], game_all: bool, games_dir: Path | None, limit: int | None):
+def prepare_games(games: list[str], game_all: bool, games_dir: Path | None, limit: int | None, *,
+                  experiment: str | None = None, instances_file: str | None = None):
     """Resolve games and read their instances (all validation, no model): ``(entries, {game: [(experiment,
-    instance), ...]})``."""
+    instance), ...]})``. The one selection of eval, collect and the presets, as clem run's: ``games`` are names
+    or GameSpec dicts (``-g``), ``experiment`` keeps that experiment (``-e``; games without it drop out, as clem
+    run plays none of theirs), ``instances_file`` is the file in each game's ``in/`` (``-i``); ``limit`` keeps
+    the first N instances of each experiment."""
     from playprm.games.registry import load_instances, resolve_games
 
     entries = resolve_games(games or None, all_games=game_all, games_dir=games_dir)
-    instances = {entry.name: load_instances(entry, limit=limit) for entry in entries}
+    instances = {entry.name: load_instances(entry, limit=limit, instances_file=instances_file) for entry in entries}
+    if experiment is not None:
+        names = sorted({e["name"] for rows in instances.values() for e, _ in rows})
+        instances = {game: [(e, i) for e, i in rows if e["name"] == experiment] for game, rows in instances.items()}
+        if not any(instances.values()):
+            raise UsageError(f"--experiment {experiment}: no selected game has it; their experiments: "
+                             f"{', '.join(names)}")
+        entries = [entry for entry in entries if instances[entry.name]]
+        instances = {entry.name: instances[entry.name] for entry in entries}
     empty = [name for name, rows in instances.items() if not rows]
     if empty:
         raise UsageError(f"no instances to play for {', '.join(empty)}; check their in/instances.json")
@@ -110,23 +124,49 @@ def pair_folder(name: str) -> str:
     return check_component(f"{name}--{name}", where="the run folder (from the model name and decoding mode)")
 
 
-def load_benchmarks(entries) -> tuple[dict, dict]:
-    """clemcore GameBenchmarks per game; a game whose code fails to load is returned with its error."""
+def load_benchmarks(entries, *, skip_broken: bool = False) -> tuple[dict, dict]:
+    """clemcore GameBenchmarks per game, every one loaded before any model. A game whose code fails to load is a
+    UsageError naming the game, what failed and a fix; with ``skip_broken`` it is returned with its error
+    instead (its episodes then fail with that error, as clem run records one)."""
     from clemcore.clemgame import GameBenchmark
 
     loaded, broken = {}, {}
     for entry in entries:
         try:
             loaded[entry.name] = GameBenchmark.load_from_spec(entry.spec)
-        except Exception as error:  # e.g. a clembench game written for another clemcore version
-            if isinstance(error, ModuleNotFoundError) and (error.name or "").startswith("playprm."):
-                # `playprm instances` copies the built-in games' code, which imports playprm's own modules
-                error = ModuleNotFoundError(f"{error}: this copy of a built-in game was written by another playprm "
-                                            "version; write its folder again with `playprm instances`",
-                                            name=error.name)
-            logger.warning("game %s failed to load: %s", entry.name, error)
+        except Exception as error:  # e.g. a package the game needs, or a game written for another clemcore version
+            if not skip_broken:
+                for benchmark in loaded.values():
+                    benchmark.close()
+                raise UsageError(f"{load_failure(entry, error)}; or add --skip-broken-games to play the other "
+                                 "games and record this one's episodes as errors") from error
+            logger.warning("%s (its episodes are recorded as errors)", load_failure(entry, error))
             broken[entry.name] = error
     return loaded, broken
+
+
+def load_failure(entry, error: BaseException) -> str:
+    """One line on a game that failed to load: the game, what failed (the missing module, the file and line
+    of the game's code) and how to fix it."""
+    if isinstance(error, ModuleNotFoundError) and (error.name or "").startswith("playprm."):
+        # `playprm instances` copies the built-in games' code, which imports playprm's own modules
+        return (f"game {entry.name} cannot load: {error}: this copy of a built-in game was written by another "
+                "playprm version; write its folder again with `playprm instances`")
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if Path(f.filename).is_relative_to(entry.path)]
+    where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+    if isinstance(error, ModuleNotFoundError):
+        # a clembench checkout lists each suite's packages in a requirements.txt beside its games
+        requirements = [p for p in (entry.path / "requirements.txt", entry.path.parent / "requirements.txt")
+                        if p.is_file()]
+        module = error.name or str(error)
+        install = f"pip install -r {requirements[0]}" if requirements else f"pip install {module.split('.')[0]}"
+        return (f"game {entry.name} cannot load: it imports {module!r}, which is not installed{where}; "
+                f"install what the game needs ({install}) into this Python environment")
+    # one line, however many the error has (nltk's missing-resource banner has twenty)
+    words = " ".join(word for word in str(error).split() if set(word) != {"*"})
+    text = words if len(words) <= 240 else words[:240] + "..."
+    return (f"game {entry.name} cannot load: {type(error).__name__}: {text}{where}; fix the game's code or "
+            "files, or leave the game out")
 
 
 def plan(entries, instances: dict, benchmarks: dict, run_dir: Path, *, samples: int = 1,

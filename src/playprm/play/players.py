@@ -41,6 +41,22 @@ def load_scorer(name: str, *, prm_path: Path | None, load_in_4bit: bool = False)
     return SCORER_KINDS[name](prm_path, load_in_4bit)
 
 
+def check_scripted_games(spec: PolicySpec, entries, *, flag: str = "--policy-model") -> None:
+    """Refuse, before anything loads, a scripted player (``scripted:``, ``programmatic:``) of the built-in games
+    for a game it has no moves for: it would answer every turn "I do not know this game."."""
+    from playprm.errors import UsageError
+    from playprm.games.registry import builtin_games_dir, runs_builtin_code
+
+    if spec.backend not in ("scripted", "programmatic"):
+        return
+    unknown = [entry for entry in entries if not runs_builtin_code(entry)]
+    if unknown:
+        builtin = ", ".join(sorted(p.name for p in builtin_games_dir().iterdir() if (p / "clemgame.json").is_file()))
+        raise UsageError(f"{flag} {spec.model_id} has moves only for playprm's built-in games ({builtin}), not for "
+                         f"{', '.join(f'{e.name} ({e.path})' for e in unknown)}; play those with a model, or leave "
+                         "them out")
+
+
 def load_policy(spec: PolicySpec) -> Policy:
     """The policy ``spec`` stands for: a scripted player of the built-in games (``scripted:random-valid``,
     ``programmatic:expert...``) or a model behind a backend (``models.load_policy``: transformers, vLLM, an

@@ -68,13 +68,6 @@ def progress_bar(summary: RunSummary, *, desc: str, show: bool, unit: str = "it"
                 file=sys.stderr, dynamic_ncols=True)
 
 
-def _write_errored(task: EpisodeTask, error: BaseException, stage: str) -> None:
-    """An episode that could not even start (broken game): an error file where its folder would be."""
-    episode = Episode(task=task, env=None, recorders=None)  # type: ignore[arg-type]
-    episode.fail(error, stage=stage)
-    episode.write()
-
-
 def play(tasks: list[EpisodeTask], *, policy_name: str, run_dir: Path, gen_args: dict,
          play_episodes: Callable[[list[Episode]], list[Episode]], batch_size: int = 32, retry_errors: bool = False,
          broken: dict | None = None, on_finished: Callable[[Episode], None] | None = None,
@@ -107,7 +100,7 @@ def play(tasks: list[EpisodeTask], *, policy_name: str, run_dir: Path, gen_args:
         while todo and len(active) < batch_size:
             task = todo.popleft()
             if task.benchmark is None:
-                _write_errored(task, (broken or {}).get(task.game, RuntimeError("game did not load")), "load")
+                Episode.failed(task, load_error(broken, task), stage="load").write()
                 summary.errored[task.game] += 1
                 bar.update(1)
                 continue
@@ -130,9 +123,14 @@ def play(tasks: list[EpisodeTask], *, policy_name: str, run_dir: Path, gen_args:
     return summary
 
 
+def load_error(broken: dict | None, task: EpisodeTask) -> BaseException:
+    """Why ``task``'s game did not load (``RunJob.broken``), for its episodes' error records."""
+    return (broken or {}).get(task.game, RuntimeError(f"game {task.game} did not load"))
+
+
 def _with_retries(call, episodes: list[Episode]):
     """Run ``call(episodes)`` (a policy/PRM batch); retry once on failure, then fail these episodes and let the
-    run go on."""
+    run go on. A game's own failure never reaches here: ``Episode.play`` and ``fork`` fail their episode alone."""
     for attempt in range(POLICY_RETRIES + 1):
         try:
             return call(episodes)

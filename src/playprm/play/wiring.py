@@ -80,22 +80,24 @@ def run_eval(cfg: EvalConfig, *, policy=None, scorer=None, progress: bool = True
     from playprm.models.vllm_policy import check_installed
     from playprm.play import runner
     from playprm.play.job import open_run, prepare_games
-    from playprm.play.players import load_policy, load_scorer
+    from playprm.play.players import check_scripted_games, load_policy, load_scorer
     from playprm.transformers_runtime import choose_cpu_threads
 
     cfg.validate()
     if progress and cfg.guide_games == "auto":  # the gate's decision, before the run's minutes are spent on it
         for game, reason in (cfg.gate_reasons or {}).items():
             print(f"--guide-games auto: {game} {reason}", flush=True)
-    entries, instances = prepare_games(cfg.games, cfg.game_all, cfg.games_dir, cfg.limit)
+    entries, instances = prepare_games(cfg.games, cfg.game_all, cfg.games_dir, cfg.limit, experiment=cfg.experiment,
+                                       instances_file=cfg.instances)
     spec = policy.spec if policy is not None else resolve_policy(cfg.policy_model)
     cfg.validate_backend(spec.backend, spec.name)
+    check_scripted_games(spec, entries)
     if policy is None:
         check_installed(spec.backend)
     prm_path = str(Path(cfg.prm_path).resolve()) if cfg.prm_path else None
     with open_run(cfg.results_dir, spec, cfg.mode_tag(), entries, instances,
                   settings={**cfg.decoding(), "prm_path": prm_path}, temperature=cfg.temperature,
-                  max_tokens=cfg.max_tokens, shard=cfg.shard) as job:
+                  max_tokens=cfg.max_tokens, skip_broken=cfg.skip_broken_games, shard=cfg.shard) as job:
         choose_cpu_threads()  # once per run, before any model loads
         if policy is None:
             policy = load_policy(spec)
