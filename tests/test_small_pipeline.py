@@ -139,7 +139,7 @@ def test_the_small_preset_runs_every_stage_and_writes_results(tmp_path, monkeypa
     workdir = tmp_path / "work"
     preset = small.SmallPreset(games=(("referencegame", 3, 2),), layers=1, hidden=32, sft_steps=2,
                                       sft_batch=2, rollout_instances=1, prm_steps=2, prm_batch=2, max_tokens=8,
-                                      ns=(2,), oracle_ns=(2,), validation_instances=1, wsft=True,
+                                      ns=(2,), oracle_ns=(2,), validation_instances=1, wsft=True, anchored=True,
                                       dpo_weak_instances=1, dpo_steps=2, dpo_batch=2)
     assert run_steps(workdir, preset.steps(workdir), parser=build_parser(), done="done") == 0
     assert Path.cwd() == tmp_path and not (tmp_path / "model_registry.json").exists()  # nothing outside workdir

@@ -81,6 +81,12 @@ class SmallPreset:
     round2_instances: int = 400  # per experiment, played by round 1's best-of-4 for round-2 SFT data
     validation_instances: int = 75  # per experiment: the split the per-game gate is decided on (not held-out)
     weak_policy: bool = True  # rows for the half-way SFT checkpoint (room above greedy for any scorer)
+    # greedy-anchored best-of-N rows (--switch-margin auto), off by default: with the default PRM (--loss both) they
+    # switched on 1 of 2,340 guided turns on seeds 0-1 (2026-12-06), because the margin for N = 4 (0.53-0.59, the
+    # 96.5 % quantile of the PRM's score gaps between replies of equal value) is above 95 % of the observed gaps
+    # between a sampled reply and greedy (0.07-0.22): a PRM whose sibling Δ/σ is below 1 cannot pass it, so the rows
+    # equal greedy by construction and cost evaluation minutes (BENCHMARKS.md)
+    anchored: bool = False
     # DPO (pipeline --dpo, off by default: about 17 more minutes on 2 shared cores): each policy trained further
     # on MC sibling pairs of its own branched rollouts, then played greedy. Won-against-lost siblings only (gap 1),
     # 200 steps at lr 1e-4, beta 0.1. The loss is DPO plus the chosen reply's NLL ("sigmoid,sft", RPO): plain DPO
@@ -106,7 +112,7 @@ class SmallPreset:
         best_of = lambda n, scorer, selection="argmax", **kw: best_of_row(n, scorer, selection, prm, gate, **kw)  # noqa: E731
         rows = [GridRow("sft-greedy"), GridRow("sft-sampled", ("--temperature", str(SAMPLING_TEMPERATURE)))]
         rows += [best_of(n, "prm") for n in self.ns]
-        rows += [best_of(n, "prm", "anchored") for n in self.ns]
+        rows += [best_of(n, "prm", "anchored") for n in self.ns] if self.anchored else []
         # the card's argmax best-of-4, guided only in the games where it beat greedy on the validation split (each
         # policy gated by its own validation comparison: search pays for the weaker policy, not for the trained)
         rows += [best_of_row(4, "prm", "argmax", prm, gate_of(gate, "sft"), gated=True)]
@@ -120,8 +126,8 @@ class SmallPreset:
         if self.weak_policy:
             rows += [GridRow("weak-greedy", policy="weak")]
             rows += [best_of(4, scorer, selection, policy="weak", prefix="weak")
-                     for scorer, selection in (("prm", "argmax"), ("prm", "anchored"), ("logprob", "argmax"),
-                                               ("expert", "argmax"))]
+                     for scorer, selection in (("prm", "argmax"), *((("prm", "anchored"),) if self.anchored else ()),
+                                               ("logprob", "argmax"), ("expert", "argmax"))]
             rows += [best_of_row(4, "prm", "argmax", prm, gate_of(gate, "weak"), policy="weak", prefix="weak",
                                  gated=True)]
         return rows
