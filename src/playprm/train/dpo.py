@@ -71,6 +71,33 @@ def resolve_start_policy(selector: str) -> StartPolicy:
     return StartPolicy(resolve_base_model(selector))
 
 
+def check_start_policy(start: StartPolicy, config) -> None:
+    """Refuse ``--full-weights`` on a starting adapter (a UsageError, before anything loads)."""
+    if config.full_weights and start.adapter is not None:
+        raise UsageError(f"--full-weights trains a whole model, but --model is the LoRA adapter {start.adapter}; "
+                         "drop --full-weights to train the adapter further")
+
+
+def load_start_policy(start: StartPolicy, base: BaseModel, config):
+    """``(model, peft_config)`` a policy trainer starts from: the base loaded as the config asks, with the starting
+    adapter made trainable (``peft_config`` None), or a new LoRA adapter's ``peft_config`` for the trainer to add
+    (None for ``--full-weights``). ``base`` is ``start.base`` as the run uses it (a .gguf imported)."""
+    from transformers import AutoModelForCausalLM
+
+    from playprm.train.base_model import load_base_model
+    from playprm.train.qlora import lora_config
+
+    model = load_base_model(AutoModelForCausalLM, base, config)
+    if start.adapter is not None:
+        from peft import PeftModel
+
+        from playprm.models.adapters import key_mapping
+
+        return PeftModel.from_pretrained(model, str(start.adapter), is_trainable=True,
+                                         key_mapping=key_mapping(model, start.adapter)), None
+    return model, None if config.full_weights else lora_config(config, "CAUSAL_LM")
+
+
 def _checked_adapter(folder: Path, selector: str) -> Path:
     if not (folder / "adapter_config.json").is_file() or not any((folder / n).is_file() for n in ADAPTER_WEIGHTS):
         raise UsageError(f"--model {selector}: the adapter {folder} is missing (no adapter_config.json and "
@@ -140,15 +167,11 @@ def train_dpo(config, start: StartPolicy, data_dir: Path, *, resume: bool = Fals
     checkpoint there. Input problems raise UsageError before the model loads.
     """
     from datasets import Dataset
-    from transformers import AutoModelForCausalLM
 
-    from playprm.train.base_model import import_gguf_base, load_base_model
-    from playprm.train.qlora import lora_config
+    from playprm.train.base_model import import_gguf_base
     from playprm.train.sft import full_weight_trainer, load_tokenizer, save_policy_run
 
-    if config.full_weights and start.adapter is not None:
-        raise UsageError(f"--full-weights trains a whole model, but --model is the LoRA adapter {start.adapter}; "
-                         "drop --full-weights to train the adapter further")
+    check_start_policy(start, config)
     output_dir = Path(config.output_dir)
     splits = read_preference_splits(Path(data_dir))
     checkpoint = checkpoint_to_resume(output_dir, resume)
@@ -163,17 +186,7 @@ def train_dpo(config, start: StartPolicy, data_dir: Path, *, resume: bool = Fals
         announce(f"train: {len(train)} pairs; validation: {len(validation)} pairs; reference: the starting policy "
                  f"({'the adapter ' + str(start.adapter) if start.adapter else base.model_id})")
 
-    model = load_base_model(AutoModelForCausalLM, base, config)
-    peft_config = None
-    if start.adapter is not None:
-        from peft import PeftModel
-
-        from playprm.models.adapters import key_mapping
-
-        model = PeftModel.from_pretrained(model, str(start.adapter), is_trainable=True,
-                                          key_mapping=key_mapping(model, start.adapter))
-    elif not config.full_weights:
-        peft_config = lora_config(config, "CAUSAL_LM")
+    model, peft_config = load_start_policy(start, base, config)
     trainer_class = policy_dpo_trainer()
     trainer = (full_weight_trainer(trainer_class) if config.full_weights else trainer_class)(
         model=model,
