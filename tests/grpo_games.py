@@ -6,8 +6,8 @@ the reply starts with a letter from the first half of the alphabet, else lost (0
 half its episodes, so every group has a spread of rewards, and the first token decides the outcome.
 
 ``relay``: two players, three rounds; each round the first player speaks, then the second hears it and speaks; no
-reply aborts the game (the built-in games abort on a random model's first reply). Won when the last reply is not
-empty.
+reply aborts the game (the built-in games abort on a random model's first reply). Always won; its Main Score is the
+share of the six replies that start with a letter from the first half of the alphabet (a spread of rewards).
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def write_firstletter(games_dir: Path, instances: int = 8) -> Path:
 
 RELAY = '''
 from clemcore.clemgame import GameBenchmark, Player
-from clemcore.clemgame.metrics import BENCH_SCORE, METRIC_SUCCESS
+from clemcore.clemgame.metrics import BENCH_SCORE
 
 from playprm.games.builtin.base import OutcomeScorer, PromptedGameMaster
 
@@ -111,10 +111,11 @@ class Relay(PromptedGameMaster):
 
     def _advance_game(self, player, reply):
         self.replies += 1
+        self.log_to_self("reply", {"early_letter": reply[:1].lower() in "abcdefghijklm" and reply[:1] != ""})
         if player is self.first:
             self.set_context_for(self.second, f"The first player said: {reply}. Your answer?")
         elif self.replies >= 2 * ROUNDS:
-            self.state.succeed() if reply else self.state.failed()
+            self.state.succeed()
         else:
             self.set_context_for(self.first, f"The second player said: {reply}. Go on.")
 
@@ -124,7 +125,9 @@ class RelayScorer(OutcomeScorer):
         pass
 
     def episode_scores(self, interactions):
-        return {BENCH_SCORE: 100 if interactions[METRIC_SUCCESS] else 0}
+        notes = [event["action"]["content"] for turn in interactions["turns"] for event in turn
+                 if event["action"].get("type") == "reply"]
+        return {BENCH_SCORE: 100 * sum(note["early_letter"] for note in notes) / len(notes)}
 
 
 class RelayBenchmark(GameBenchmark):

@@ -80,7 +80,7 @@ def test_rows_train_exactly_the_players_sampled_tokens(card_models, tmp_path, on
     benchmarks, _ = load_benchmarks(entries)
     out = play_groups(specs, policy, TokenChain(tokenizer, {}), RolloutSettings(1.0, 5, "main-score"),
                       tmp_path / "rollouts", benchmarks, seed=0)
-    assert len(out["prompt_ids"]) == 4 and out["episode_reward"] == [1.0] * 4
+    assert len(out["prompt_ids"]) == 4 and all(0 <= reward <= 1 for reward in out["episode_reward"])
     for prompt, completion, mask in zip(out["prompt_ids"], out["completion_ids"], out["env_mask"]):
         row = prompt + completion
         turns = [(len(p), sampled) for p, sampled in policy.calls if row[:len(p) + len(sampled)] == p + sampled]
@@ -183,3 +183,59 @@ def test_grpo_recipes_name_only_known_settings(recipe):
 
     settings = load_recipe(recipe, GRPOTrainingConfig, fixed=("model", "data"))
     assert settings["model"] and settings["num_generations"] >= 2
+
+
+def test_tree_advantage_is_each_replys_subtree_against_its_siblings():
+    from playprm.train.grpo_rollout import tree_advantages
+
+    # two first replies, each forked into two second replies; only leaf (0, 0) won
+    paths, values = [[0, 0], [0, 1], [1, 0], [1, 1]], [1.0, 0.0, 0.0, 0.0]
+    advantages = tree_advantages(paths, values)
+    first = (0.5 - 0.25) / (0.5 ** 0.5 / 2 + 1e-4)  # subtree means 0.5 and 0 around their mean 0.25
+    assert advantages[0][0] == pytest.approx(first / 2) and advantages[2][0] == pytest.approx(-first / 2)
+    assert advantages[0][1] == pytest.approx(0.5 / (0.5 ** 0.5 + 1e-4)) == -advantages[1][1]
+    assert advantages[2][1] == advantages[3][1] == 0.0  # siblings that earned the same: no signal
+    # a turn after the tree stopped branching carries its parent's advantage
+    assert tree_advantages([[0, 0], [1, 0]], [1.0, 0.0])[0][1] == tree_advantages([[0, 0], [1, 0]], [1.0, 0.0])[0][0]
+
+
+def test_tree_rollout_forks_at_the_trained_players_turns(card_models, tmp_path, one_cpu_thread):
+    """--advantage tree: a group of 4 is one tree forked at the trained player's first two turns; sibling rows
+    share their prompt and the tokens before the fork, and only sampled tokens carry an advantage."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from playprm.models.base import PolicySpec
+    from playprm.models.hf import HFPolicy
+    from playprm.play.job import load_benchmarks, prepare_games
+    from playprm.train.grpo_rollout import RolloutSettings, TokenChain, play_trees, row_specs
+
+    model_dir = card_models["policy"]
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    policy = HFPolicy(PolicySpec("p", "hf", str(model_dir)), model=AutoModelForCausalLM.from_pretrained(model_dir),
+                      tokenizer=tokenizer)
+    entries, instances = prepare_games(["relay"], False, write_relay(tmp_path / "games", instances=1), None)
+    first_player = row_specs(entries, instances)[0]
+    benchmarks, _ = load_benchmarks(entries)
+    out = play_trees([first_player] * 4, policy, TokenChain(tokenizer, {}), RolloutSettings(1.0, 4, "main-score"),
+                     tmp_path / "rollouts", benchmarks, seed=0, group_size=4, branch_factor=2)
+    assert len(out["prompt_ids"]) == 4 and len({tuple(p) for p in out["prompt_ids"]}) == 1
+    assert len(list((tmp_path / "rollouts").rglob("interactions.json"))) == 4  # the four leaves, written
+    rows = [c for c in out["completion_ids"]]
+    first_turn = [row[:next(i for i, m in enumerate(mask) if m == 0)] for row, mask in zip(rows, out["env_mask"])]
+    assert first_turn[0] == first_turn[1] != first_turn[2] == first_turn[3]  # forked at the first turn into two
+    for mask, advantages in zip(out["env_mask"], out["token_advantages"]):
+        assert all(a == 0.0 for a, m in zip(advantages, mask) if not m)
+
+
+def test_tree_grpo_trains_from_per_token_advantages(card_models, tmp_path, one_cpu_thread):
+    from safetensors.torch import load_file
+
+    out = tmp_path / "tree"
+    assert train_grpo_cli(card_models["policy"], write_relay(tmp_path / "games", instances=2), out, "--advantage",
+                          "tree", "--branch-factor", "2", "--max-steps", "2", "--max-tokens", "3",
+                          "--effective-batch-size", "8", "--lora-r", "4", "--lora-alpha", "8", "--learning-rate",
+                          "1e-2", game="relay") == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["advantage"] == "tree" and metrics["global_step"] == 2 and len(rewards(out)) == 2
+    lora_b = [v for k, v in load_file(out / "adapter_model.safetensors").items() if "lora_B" in k]
+    assert lora_b and any(v.abs().sum() > 0 for v in lora_b)  # LoRA B starts at 0: the advantages moved it

@@ -45,7 +45,7 @@ def rollout_function(config, rows, entries, tokenizer, template_kwargs, base, an
     from playprm.models.base import PolicySpec
     from playprm.models.hf import HFPolicy
     from playprm.play.job import load_benchmarks
-    from playprm.train.grpo_rollout import RolloutSettings, TokenChain, play_groups
+    from playprm.train.grpo_rollout import RolloutSettings, TokenChain, play_groups, play_trees
 
     by_key = {row.key: row for row in rows}
     benchmarks, broken = load_benchmarks(entries)
@@ -64,12 +64,37 @@ def rollout_function(config, rows, entries, tokenizer, template_kwargs, base, an
         model.eval()  # no dropout while sampling, and the KV cache (activation checkpointing turns it off)
         try:
             policy = HFPolicy(spec, model=model, tokenizer=tokenizer)  # a fresh prefix cache: the weights moved
-            return play_groups([by_key[prompt] for prompt in prompts], policy, chain, settings, results_dir,
-                               benchmarks, seed=config.seed * 1_000_003 + trainer.state.global_step)
+            specs, seed = [by_key[prompt] for prompt in prompts], config.seed * 1_000_003 + trainer.state.global_step
+            if config.advantage == "tree":
+                return play_trees(specs, policy, chain, settings, results_dir, benchmarks, seed=seed,
+                                  group_size=config.num_generations,
+                                  branch_factor=config.branch_factor or config.num_generations)
+            return play_groups(specs, policy, chain, settings, results_dir, benchmarks, seed=seed)
         finally:
             model.train(was_training)
 
     return rollout
+
+
+def token_advantage_trainer(trainer_class):
+    """``trainer_class`` (TRL's ``GRPOTrainer``) taking per-token advantages from the rollout (``--advantage
+    tree``). TRL computes one advantage per row, shape (B,), from the row rewards; a tree gives each reply its
+    own (the subtree's against its siblings'), so the rows' ``token_advantages`` replace it as (B, T), which
+    TRL's loss accepts from subclasses."""
+    import torch
+
+    class TokenAdvantageTrainer(trainer_class):
+        def _generate_and_score_completions(self, inputs):
+            output = super()._generate_and_score_completions(inputs)
+            # TRL copies the rollout's extra keys into this process's inputs, row by row
+            length = output["completion_ids"].shape[1]
+            advantages = torch.zeros((len(inputs), length), device=output["completion_ids"].device)
+            for row, values in enumerate(example["token_advantages"] for example in inputs):
+                advantages[row, :len(values)] = torch.tensor(values[:length], dtype=advantages.dtype)
+            output["advantages"] = advantages
+            return output
+
+    return TokenAdvantageTrainer
 
 
 def train_grpo(config, start: StartPolicy, *, resume: bool = False, callbacks=(), announce=print) -> dict:
@@ -100,7 +125,8 @@ def train_grpo(config, start: StartPolicy, *, resume: bool = False, callbacks=()
 
     model, peft_config = load_start_policy(start, base, config)
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is experimental in TRL 1.16: pinned <2
-    trainer = (full_weight_trainer(GRPOTrainer) if config.full_weights else GRPOTrainer)(
+    trainer_class = token_advantage_trainer(GRPOTrainer) if config.advantage == "tree" else GRPOTrainer
+    trainer = (full_weight_trainer(trainer_class) if config.full_weights else trainer_class)(
         model=model,
         reward_funcs=episode_reward,
         args=config,
@@ -123,6 +149,7 @@ def train_grpo(config, start: StartPolicy, *, resume: bool = False, callbacks=()
         "games": games,
         "reward": config.reward,
         "advantage": config.advantage,
+        "branch_factor": config.branch_factor,
         "num_generations": config.num_generations,
         "beta": config.beta,
         "start": str(start.adapter or base.model_id),

@@ -9,7 +9,7 @@ from playprm.play.config import EvalConfig, field_defaults
 from playprm.train.grpo_rollout import REWARDS
 from playprm.train.qlora import ModelCardArguments, resolve_device_defaults
 
-ADVANTAGES = ("episode",)  # GRPO's own: one advantage per episode row (turn-level credit is not built yet)
+ADVANTAGES = ("episode", "tree")  # GRPO's own (one per row); GiGPO-style step groups from a rollout tree
 
 
 @dataclass
@@ -24,7 +24,11 @@ class GRPOTrainingConfig(ModelCardArguments, GRPOConfig):
         limit: instances per experiment (the first ones, as eval's ``--limit``).
         reward: what a player's episode earns: ``main-score`` (clemcore's Main Score / 100; 0 for an aborted
             or errored episode) or ``success`` (1 for a won episode, else 0).
-        advantage: ``episode`` (GRPO's own: the episode reward against the group's G episodes of one instance).
+        advantage: ``episode`` (GRPO's own: the episode reward against the group's G episodes of one instance)
+            or ``tree`` (the group's G episodes are one tree, forked at the trained player's turns; each reply's
+            advantage is its subtree's mean reward against its siblings', the replies to the identical state).
+        branch_factor: ``tree`` only: copies a state is forked into at a trained turn while the group's G leaves
+            last (none: all G at the first trained turn, so the group shares that state).
         max_tokens: tokens per reply (eval's ``--max-tokens``; TRL's ``max_completion_length`` is not applied to
             a rollout).
         rollout_batch_size: episodes in flight in one rollout (one generation call per turn for all of them).
@@ -44,6 +48,7 @@ class GRPOTrainingConfig(ModelCardArguments, GRPOConfig):
     limit: int | None = None
     reward: str = "main-score"
     advantage: str = "episode"
+    branch_factor: int | None = None
     max_tokens: int = field_defaults(EvalConfig)["max_tokens"]
     rollout_batch_size: int = 64
 
@@ -70,6 +75,8 @@ class GRPOTrainingConfig(ModelCardArguments, GRPOConfig):
         for name in ("max_tokens", "rollout_batch_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be at least 1, not {getattr(self, name)}")
+        if self.branch_factor is not None and (self.branch_factor < 2 or self.advantage != "tree"):
+            raise ValueError(f"--branch-factor {self.branch_factor}: give at least 2, with --advantage tree")
         if self.limit is not None and self.limit < 1:
             raise ValueError(f"--limit must be at least 1, not {self.limit}")
         if self.activation_checkpointing is None:

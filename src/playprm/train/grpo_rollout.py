@@ -142,43 +142,23 @@ class RolloutSettings:
     batch_size: int = 64  # episodes in flight
 
 
-def play_groups(specs: list[RowSpec], policy, chain: TokenChain, settings: RolloutSettings, results_dir: Path,
-                benchmarks: dict, *, seed: int, progress: bool = False) -> dict:
-    """Play one episode per entry of ``specs`` (TRL's batch: each row repeated G times in a row) with ``policy``
-    (an ``HFPolicy`` on the model being trained) and return ``rollout_func``'s dict: ``prompt_ids``,
-    ``completion_ids``, ``env_mask``, ``logprobs`` (None: no importance-sampling correction without vLLM) and the
-    extra keys the reward function and the logs read: ``episode_reward`` (None where the player never played),
-    ``trained_share`` (env_mask 1 over the row's completion tokens) and ``cut_replies``. The episodes are written
-    to ``results_dir`` (replaced), clemcore's layout."""
-    from playprm.episode import EpisodeTask
-    from playprm.play import runner
-    from playprm.results.layout import sample_folder
-    from playprm.results.read import iter_episodes
-
-    if results_dir.exists():
-        shutil.rmtree(results_dir)
-    run_dir = results_dir / "policy--policy"
-    run_dir.mkdir(parents=True)
-    tasks = []
-    for index, spec in enumerate(specs):
-        folder = run_dir / spec.game / spec.experiment["name"] / sample_folder(spec.instance, index)
-        tasks.append(EpisodeTask(game=spec.game, benchmark=benchmarks[spec.game], experiment=spec.experiment,
-                                 instance=spec.instance, episode_dir=folder, sample=index))
-    row_of = {task.episode_dir: index for index, task in enumerate(tasks)}
-    rows: dict[tuple[int, str], PlayerRow] = {}
-    trained_player: dict[int, str] = {}
+def turn_player(policy, chain: TokenChain, settings: RolloutSettings, seed: int):
+    """``play(episodes) -> episodes`` for the runner: one generation call for the pending turns of all episodes in
+    flight, each prompted with its player's token row (kept in ``episode.tags["rows"]``, so that a fork copies it;
+    ``episode.tags["spec"]`` is the episode's ``RowSpec``). A turn of the trained player is appended to
+    ``episode.tags["turns"]`` as ``(start, end, branch)``: where its sampled ids lie in the completion, and the
+    episode's branch index at that turn (``tags["branch"]``, set by a fork; 0 otherwise)."""
     calls = [0]
 
-    def play_turns(episodes):
+    def play(episodes):
         pending = [e for e in episodes if not e.done]
-        prompts, keys = [], []
+        prompts = []
         for episode in pending:
-            index = row_of[episode.task.episode_dir]
-            if index not in trained_player:
-                names = [p.name for p in episode.game_master.get_players()]
-                trained_player[index] = names[min(specs[index].player_index, len(names) - 1)]
+            tags = episode.tags
+            if "trained" not in tags:
+                note_trained_player(episode)
             turn = episode.pending
-            row = rows.setdefault((index, turn.player), PlayerRow())
+            row = tags["rows"].setdefault(turn.player, PlayerRow())
             if row.context is None:
                 row.prompt_ids = chain.first(turn.context)
             else:
@@ -188,12 +168,15 @@ def play_groups(specs: list[RowSpec], policy, chain: TokenChain, settings: Rollo
                 row.env_mask += [0] * len(delta)
             row.context = turn.context
             prompts.append(row.ids())
-            keys.append((index, turn.player))
         calls[0] += 1
         outputs = policy.generate_ids(prompts, n=1, temperature=settings.temperature,
                                       max_tokens=settings.max_tokens, seed=seed * 100_003 + calls[0])
-        for episode, key, (candidate,) in zip(pending, keys, outputs):
-            row = rows[key]
+        for episode, (candidate,) in zip(pending, outputs):
+            player = episode.pending.player
+            row = episode.tags["rows"][player]
+            if player == episode.tags["trained"]:
+                episode.tags["turns"].append((len(row.completion_ids), len(row.completion_ids) + len(candidate.token_ids),
+                                              episode.tags.pop("branch", 0)))
             row.completion_ids += candidate.token_ids
             row.env_mask += [1] * len(candidate.token_ids)
             row.last_reply = candidate.token_ids
@@ -203,32 +186,188 @@ def play_groups(specs: list[RowSpec], policy, chain: TokenChain, settings: Rollo
                          prefill_tokens=candidate.prefill_tokens)
         return episodes
 
-    runner.play(tasks, policy_name="policy", run_dir=run_dir, gen_args={"temperature": settings.temperature,
-                "max_tokens": settings.max_tokens}, play_episodes=play_turns, batch_size=settings.batch_size,
-                progress=progress)
-    records = {record.path.resolve(): record for record in iter_episodes(run_dir) if record.error is None}
-    reward_of = REWARDS[settings.reward]
-    out = {"prompt_ids": [], "completion_ids": [], "env_mask": [], "logprobs": None, "episode_reward": [],
-           "trained_share": [], "cut_replies": []}
-    filler = chain.tokenizer.eos_token_id if chain.tokenizer.eos_token_id is not None else 0
-    for index, task in enumerate(tasks):
-        row = rows.get((index, trained_player.get(index, "")))
-        if row is None or not row.completion_ids:  # the game ended before this player's turn: nothing to train
-            out["prompt_ids"].append([filler])
-            out["completion_ids"].append([filler])
-            out["env_mask"].append([0])
-            out["episode_reward"].append(None)
-            out["trained_share"].append(0.0)
-            out["cut_replies"].append(0)
-            continue
-        reward = reward_of(records.get(task.episode_dir.resolve()))
+    return play
+
+
+def note_trained_player(episode) -> None:
+    """Name the player the episode's row trains (``tags["spec"].player_index`` in the game master's order) and
+    start its bookkeeping."""
+    names = [p.name for p in episode.game_master.get_players()]
+    episode.tags.update(trained=names[min(episode.tags["spec"].player_index, len(names) - 1)], turns=[], rows={})
+
+
+def _fresh_run_dir(results_dir: Path) -> Path:
+    if results_dir.exists():
+        shutil.rmtree(results_dir)
+    run_dir = results_dir / "policy--policy"
+    run_dir.mkdir(parents=True)
+    return run_dir
+
+
+def _task(spec: RowSpec, benchmarks: dict, run_dir: Path, index: int):
+    from playprm.episode import EpisodeTask
+    from playprm.results.layout import sample_folder
+
+    folder = run_dir / spec.game / spec.experiment["name"] / sample_folder(spec.instance, index)
+    return EpisodeTask(game=spec.game, benchmark=benchmarks[spec.game], experiment=spec.experiment,
+                       instance=spec.instance, episode_dir=folder, sample=index)
+
+
+def _rewards(run_dir: Path, reward: str) -> dict:
+    """``{episode folder: reward}`` of the episodes written under ``run_dir`` (errored ones are left out: 0)."""
+    from playprm.results.read import iter_episodes
+
+    reward_of = REWARDS[reward]
+    values = {record.path.resolve(): reward_of(record) for record in iter_episodes(run_dir) if record.error is None}
+    return {path: value if math.isfinite(value) else 0.0 for path, value in values.items()}
+
+
+class RolloutRows:
+    """``rollout_func``'s dict, built row by row."""
+
+    def __init__(self, filler: int):
+        self.filler = filler
+        self.out = {"prompt_ids": [], "completion_ids": [], "env_mask": [], "logprobs": None, "episode_reward": [],
+                    "trained_share": [], "cut_replies": [], "token_advantages": []}
+
+    def add(self, row: PlayerRow | None, reward: float | None, token_advantages: list[float] | None = None) -> None:
+        """A row (None, or a row without a turn: a placeholder that trains nothing and has no reward)."""
+        out = self.out
+        if row is None or not row.completion_ids:
+            row, reward, token_advantages = PlayerRow([self.filler], [self.filler], [0]), None, [0.0]
         out["prompt_ids"].append(row.prompt_ids)
         out["completion_ids"].append(row.completion_ids)
         out["env_mask"].append(row.env_mask)
-        out["episode_reward"].append(reward if math.isfinite(reward) else 0.0)
+        out["episode_reward"].append(reward)
         out["trained_share"].append(sum(row.env_mask) / len(row.env_mask))
         out["cut_replies"].append(row.cut_replies)
-    return out
+        out["token_advantages"].append(token_advantages or [0.0] * len(row.completion_ids))
+
+
+def play_groups(specs: list[RowSpec], policy, chain: TokenChain, settings: RolloutSettings, results_dir: Path,
+                benchmarks: dict, *, seed: int, progress: bool = False) -> dict:
+    """Play one episode per entry of ``specs`` (TRL's batch: each row repeated G times in a row) with ``policy``
+    (an ``HFPolicy`` on the model being trained) and return ``rollout_func``'s dict: ``prompt_ids``,
+    ``completion_ids``, ``env_mask``, ``logprobs`` (None: no importance-sampling correction without vLLM) and the
+    extra keys the reward function and the logs read: ``episode_reward`` (None where the player never played),
+    ``trained_share`` (env_mask 1 over the row's completion tokens), ``cut_replies`` and ``token_advantages``
+    (zeros: episode-level GRPO leaves the advantage to TRL). The episodes are written to ``results_dir``
+    (replaced), clemcore's layout."""
+    from playprm.play import runner
+
+    run_dir = _fresh_run_dir(results_dir)
+    tasks = [_task(spec, benchmarks, run_dir, index) for index, spec in enumerate(specs)]
+    spec_of = {task.episode_dir: spec for task, spec in zip(tasks, specs)}
+    episodes = {}
+
+    def tagged(play):
+        def play_tagged(batch):
+            for episode in batch:
+                episode.tags.setdefault("spec", spec_of[episode.task.episode_dir])
+                episodes[episode.task.episode_dir] = episode
+            return play(batch)
+        return play_tagged
+
+    runner.play(tasks, policy_name="policy", run_dir=run_dir, gen_args={"temperature": settings.temperature,
+                "max_tokens": settings.max_tokens}, play_episodes=tagged(turn_player(policy, chain, settings, seed)),
+                batch_size=settings.batch_size, progress=progress)
+    rewards = _rewards(run_dir, settings.reward)
+    rows = RolloutRows(chain.tokenizer.eos_token_id or 0)
+    for task in tasks:
+        episode = episodes.get(task.episode_dir)
+        tags = episode.tags if episode is not None else {}
+        rows.add(tags.get("rows", {}).get(tags.get("trained")), rewards.get(task.episode_dir.resolve(), 0.0))
+    return rows.out
+
+
+def play_trees(specs: list[RowSpec], policy, chain: TokenChain, settings: RolloutSettings, results_dir: Path,
+               benchmarks: dict, *, seed: int, group_size: int, branch_factor: int) -> dict:
+    """``--advantage tree``: each group of ``group_size`` rows (one instance) is one tree of episodes, forked
+    (``Episode.fork``, as collect branches) at the trained player's turns into ``branch_factor`` copies while the
+    group's budget of leaves lasts, so that sibling replies answer one identical state. Returns ``play_groups``'
+    dict, ``token_advantages`` holding each trained token's advantage (``tree_advantages``); a leaf that ended with
+    budget left stands for one row and the rest are placeholders (no reward, nothing trained)."""
+    from dataclasses import replace
+
+    from playprm.episode import Episode
+
+    if len(specs) % group_size or any(specs[i] != specs[i - i % group_size] for i in range(len(specs))):
+        raise RolloutError("the rollout's rows do not come in groups of --num-generations copies of one row")
+    run_dir = _fresh_run_dir(results_dir)
+    play = turn_player(policy, chain, settings, seed)
+    gen_args = {"temperature": settings.temperature, "max_tokens": settings.max_tokens}
+    active, leaves = [], []
+    for group in range(len(specs) // group_size):
+        spec = specs[group * group_size]
+        root = Episode.start(_task(spec, benchmarks, run_dir, group * group_size), "policy", run_dir.name, gen_args)
+        root.tags.update(spec=spec, group=group, budget=group_size)
+        if not root.done:
+            note_trained_player(root)
+        (leaves if root.done else active).append(root)
+    while active:
+        expanded = []
+        for episode in active:
+            tags = episode.tags
+            if episode.pending.player == tags["trained"] and tags["budget"] > 1:
+                width = min(branch_factor, tags["budget"])
+                copies = [episode] + [episode.fork() for _ in range(width - 1)]
+                shares = [tags["budget"] // width + (i < tags["budget"] % width) for i in range(width)]
+                for branch, (copy, share) in enumerate(zip(copies, shares)):
+                    copy.tags.update(budget=share, branch=branch)
+                expanded += copies
+            else:
+                expanded.append(episode)
+        play(expanded)
+        leaves += [e for e in expanded if e.done]
+        active = [e for e in expanded if not e.done]
+    for number, leaf in enumerate(leaves):  # each leaf its own folder, as collect names its leaves
+        leaf.task = replace(leaf.task, episode_dir=leaf.task.episode_dir.parent / f"{leaf.task.episode_dir.name}_l{number:03d}")
+        leaf.write()
+    rewards = _rewards(run_dir, settings.reward)
+    rows = RolloutRows(chain.tokenizer.eos_token_id or 0)
+    for group in range(len(specs) // group_size):
+        members = [leaf for leaf in leaves if leaf.tags["group"] == group]
+        played = [leaf for leaf in members if leaf.tags.get("turns")]
+        values = [rewards.get(leaf.task.episode_dir.resolve(), 0.0) for leaf in played]
+        advantages = tree_advantages([[branch for _, _, branch in leaf.tags["turns"]] for leaf in played], values)
+        for leaf, value, turn_advantages in zip(played, values, advantages):
+            row = leaf.tags["rows"][leaf.tags["trained"]]
+            tokens = [0.0] * len(row.completion_ids)
+            for (start, end, _), advantage in zip(leaf.tags["turns"], turn_advantages):
+                tokens[start:end] = [advantage] * (end - start)
+            rows.add(row, value, tokens)
+        for _ in range(group_size - len(played)):  # a leaf that ended with budget left, or no turn was played
+            rows.add(None, None)
+    return rows.out
+
+
+def tree_advantages(paths: list[list[int]], values: list[float]) -> list[list[float]]:
+    """Per leaf, the advantage of each of its trained turns (GiGPO-style step groups from a rollout tree).
+
+    ``paths[i]`` holds leaf i's branch index at each of its trained turns, so a turn is the node
+    ``tuple(paths[i][:k + 1])`` and its siblings are the nodes with the same parent (replies to one identical
+    state). A node's value is the mean reward of the leaves under it; its advantage is its value minus its
+    siblings' mean, over their standard deviation (GRPO's group scaling; 0 where all are equal), or its parent's
+    where it has no sibling (a turn after the tree stopped branching). A node shared by n leaves appears in n rows:
+    each copy carries 1/n of its advantage, so the reply is trained once.
+    """
+    under: dict[tuple, list[float]] = {}
+    for path, value in zip(paths, values):
+        for k in range(len(path)):
+            under.setdefault(tuple(path[:k + 1]), []).append(value)
+    value_of = {node: sum(v) / len(v) for node, v in under.items()}
+    advantage: dict[tuple, float] = {}
+    for node in sorted(under, key=len):
+        siblings = [other for other in under if len(other) == len(node) and other[:-1] == node[:-1]]
+        if len(siblings) < 2:
+            advantage[node] = advantage.get(node[:-1], 0.0)
+            continue
+        sibling_values = [value_of[other] for other in siblings]
+        mean = sum(sibling_values) / len(sibling_values)
+        std = (sum((v - mean) ** 2 for v in sibling_values) / (len(sibling_values) - 1)) ** 0.5
+        advantage[node] = 0.0 if std < 1e-9 else (value_of[node] - mean) / (std + 1e-4)
+    return [[advantage[tuple(path[:k + 1])] / len(under[tuple(path[:k + 1])]) for k in range(len(path))]
+            for path in paths]
 
 
 def episode_reward(prompts, completions, episode_reward, trained_share=None, log_metric=None, **kwargs):
@@ -237,4 +376,3 @@ def episode_reward(prompts, completions, episode_reward, trained_share=None, log
     if log_metric is not None and trained_share:
         log_metric("trained_token_share", sum(trained_share) / len(trained_share))
     return list(episode_reward)
-
