@@ -119,6 +119,17 @@ def one_cpu_thread():
     torch.set_num_threads(threads)
 
 
+@pytest.fixture
+def no_model_loading(monkeypatch):
+    """Any causal LM loaded from here on fails the test: input errors must come before a model loads."""
+    import transformers
+
+    def no_loading(*args, **kwargs):
+        raise AssertionError("a model was loaded")
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", no_loading)
+
+
 @pytest.fixture(scope="module")
 def tokenizer(tiny_models):
     """The tiny policy's tokenizer."""

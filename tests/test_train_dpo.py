@@ -194,13 +194,7 @@ def test_interrupted_dpo_resumes_to_the_weights_of_an_uninterrupted_run(card_mod
     ("adapter-full-weights", "--full-weights trains a whole model"),
 ])
 def test_bad_inputs_are_one_line_errors_before_any_model_loads(problem, expected, card_models, tmp_path, capsys,
-                                                               monkeypatch):
-    import transformers
-
-    def no_loading(*args, **kwargs):
-        raise AssertionError("a model was loaded")
-
-    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", no_loading)
+                                                               no_model_loading):
     data = write_pairs(tmp_path / "pairs")
     model, extra = card_models["policy"], []
     lines = (data / "train.jsonl").read_text().splitlines()

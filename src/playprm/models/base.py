@@ -19,6 +19,8 @@ class Candidate:
     # candidates; fewer than the context when an earlier turn's state was reused); None: the backend does not say
     cached_tokens: int | None = None  # context tokens the engine found in its prefix cache (vLLM counts whole
     # KV blocks, 128 tokens each on CPU); None: the backend keeps no such cache or does not say
+    token_ids: list[int] | None = None  # the sampled token ids, stop token included (transformers backend; None:
+    # the backend does not keep them). train-grpo trains on these, never on the text encoded again
 
 
 @dataclass

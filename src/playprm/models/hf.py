@@ -102,6 +102,17 @@ class HFPolicy:
         if prefixes is not None:
             prompts = [p + self.tokenizer(prefix, add_special_tokens=False).input_ids if prefix else p
                        for p, prefix in zip(prompts, prefixes)]
+        return self.generate_ids(prompts, n=n, temperature=temperature, max_tokens=max_tokens, seed=seed, keep=keep,
+                                 greedy_first=greedy_first)
+
+    def generate_ids(self, prompts: list[list[int]], *, n: int = 1, temperature: float = 0.0, max_tokens: int = 256,
+                     seed: int | None = None, keep: list[int] | None = None,
+                     greedy_first: bool = False) -> list[list[Candidate]]:
+        """``generate`` from prompts given as token ids (``train-grpo`` continues each player's own token history,
+        which a re-rendered chat would change); each candidate keeps its sampled ``token_ids``. ``keep[i]``: how
+        much of prompt ``i`` the prefix store keeps (see ``prefix_cache.encode``)."""
+        if not prompts:
+            return []
         order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
         per_chunk = max(1, self.max_batch_rows // n)
         generator = torch.Generator(device=self.device)  # sample where the logits are: no per-step copy
@@ -224,7 +235,7 @@ class HFPolicy:
             raw = self.tokenizer.decode(prompt + ids).replace(prompt_texts[row // n], "")
             candidates.append(Candidate(text=self.reply_rule(raw), num_tokens=len(ids),
                                         logprob=float(token_logprobs[row, :end].double().sum()), finished=stopped,
-                                        raw=raw, prefill_tokens=encoded[row // n]))
+                                        raw=raw, prefill_tokens=encoded[row // n], token_ids=ids))
         return [candidates[i * n:(i + 1) * n] for i in range(len(prompts))]
 
 

@@ -39,7 +39,7 @@ def is_hub_id(name: str | None) -> bool:
     return bool(name) and bool(HUB_ID.fullmatch(name)) and not Path(name).exists()
 
 
-POLICY_KINDS = ("sft", "dpo")  # runs that write a policy (the rest write a PRM)
+POLICY_KINDS = ("sft", "dpo", "grpo")  # runs that write a policy (the rest write a PRM)
 
 
 class RunFiles:
@@ -144,7 +144,8 @@ def model_details(run: RunFiles) -> str:
             "end-of-turn token)")
     peft_type = str(run.adapter.get("peft_type", "LORA")).replace("LORA", "LoRA")
     kind += f" — {peft_type} adapter (PEFT)" if run.adapter else " — full weights"
-    trainer = (f"TRL {versions.get('trl', '')} {'DPOTrainer' if run.kind == 'dpo' else 'SFTTrainer'}"
+    trainer_class = {"dpo": "DPOTrainer", "grpo": "GRPOTrainer"}.get(run.kind, "SFTTrainer")
+    trainer = (f"TRL {versions.get('trl', '')} {trainer_class}"
                if run.kind in POLICY_KINDS
                else f"Transformers {versions.get('transformers', '')} Trainer with playprm's PRM loss")
     lines = [
@@ -195,6 +196,18 @@ def per_game_table(run: RunFiles) -> str:
 def training_methodology(run: RunFiles) -> str:
     summary = run.summary
     steps = run.state.get("global_step", run.metrics.get("global_step"))
+    if run.kind == "grpo":
+        metrics = run.metrics
+        pipeline = [f"Play each training instance {metrics.get('num_generations')} times with the current policy "
+                    "(every player the policy, sampled at the run's temperature), through playprm's runner.",
+                    f"Reward each player's side with the episode's outcome (`--reward {metrics.get('reward')}`) and "
+                    "its advantage against the group of episodes of the same instance (GRPO).",
+                    f"Update on the player's own sampled reply tokens only (the game's text is masked out): {steps} "
+                    f"optimizer steps, {metrics.get('episodes_played')} episodes played."]
+        return "\n\n".join(["## Training methodology",
+                            "Online reinforcement learning on the games' own reward (GRPO, TRL's `GRPOTrainer` with "
+                            "playprm's rollout).", "Training pipeline:",
+                            "\n".join(f"{i}. {step}" for i, step in enumerate(pipeline, 1)), per_game_table(run)])
     if run.kind == "dpo":
         pipeline = [f"Build preference pairs with `playprm pref-data` (`{run.info.get('data_dir')}`; its README.md "
                     "names the source: Monte-Carlo values of sibling replies, or a scorer's ranking of candidates).",
@@ -282,6 +295,14 @@ def training_data(run: RunFiles) -> str:
     else:
         lines.append(f"- **Split:** {train} train and {validation} validation {what}, as the folder holds them")
     sequences = run.metrics.get("train_sequences")
+    if run.kind == "grpo":
+        lines = [f"- **Source:** the policy's own episodes, played during training on the instances of "
+                 f"`{run.info.get('data_dir') or 'the built-in games'}`",
+                 f"- **Games:** {', '.join(counts) or 'none'}",
+                 f"- **Rows:** {train} (instance, player) pairs",
+                 f"- **Preprocessing:** the chat template {template}; each player's turns one token row, its sampled "
+                 "reply ids trained, the game's text masked"]
+        return "## Training data\n\n" + "\n".join(lines)
     if run.kind == "dpo":
         lines.append(f"- **Preprocessing:** the chat template {template}; each pair's context and replies tokenised "
                      "as inference tokenises a turn")
@@ -363,6 +384,13 @@ def results(run: RunFiles) -> str:
             ("Validation reward margin", "validation_reward_margin"), ("Training loss (mean over the run)", "train_loss"))
             if isinstance(metrics.get(key), (int, float))]
         return "\n\n".join(["## Validation results", f"Measured on the validation pairs with {where}.",
+                            markdown_table(["Metric", "Value"], rows)])
+    if run.kind == "grpo":
+        rows = [[name, f"{metrics[key]:.4f}"] for name, key in (
+            ("Mean reward, first step", "first_reward"), ("Mean reward, last step", "last_reward"),
+            ("Training loss (mean over the run)", "train_loss")) if isinstance(metrics.get(key), (int, float))]
+        return "\n\n".join(["## Training results", "The mean episode reward of the rollouts (sampled play, not "
+                            "greedy; evaluate on held-out instances with `playprm eval`).",
                             markdown_table(["Metric", "Value"], rows)])
     if run.kind == "sft":
         rows = [["Validation loss (per assistant token)", f"{metrics['validation_loss']:.4f}"],
@@ -556,6 +584,10 @@ def intro(run: RunFiles) -> str:
         return (f"A value-weighted supervised fine-tune (`playprm train-sft`, {method(run)}) from "
                 f"`{run.metrics.get('start')}` on {train} single game turns ({games}) of branched rollouts, each "
                 f"reply's loss weighted by its Monte-Carlo value (rule `{run.summary['weights']['rule']}`).")
+    if run.kind == "grpo":
+        return (f"A policy trained by online reinforcement learning (`playprm train-grpo`, GRPO, {method(run)}) from "
+                f"`{run.metrics.get('start')}` on its own episodes of {train} (instance, player) rows ({games}), "
+                "rewarded by the games' own outcome.")
     if run.kind == "sft":
         return (f"A supervised fine-tune of `{run.base_model}` ({method(run)}) on {train} winning game dialogues "
                 f"({games}), trained with `playprm train-sft`. It is the policy of PRM-guided inference: at each game turn a "
@@ -597,12 +629,12 @@ def replace_evaluation(card: str, section: str) -> str:
     return "\n".join(lines[:usage_at] + section.rstrip("\n").split("\n") + [""] + lines[usage_at:])
 
 
-def write_run_card(output_dir: Path, *, kind: str, trainer, config, base, data_dir: Path,
-                   chat_template_kwargs: dict) -> Path:
-    """At the end of ``train_sft`` / ``train_prm``: record the run's files (``playprm.train.run_record``), then
-    write the card over the README.md files TRL and PEFT left."""
+def write_run_card(output_dir: Path, *, kind: str, trainer, config, base, data_dir: Path | None,
+                   chat_template_kwargs: dict, samples_per_game: dict | None = None) -> Path:
+    """At the end of a training run: record the run's files (``playprm.train.run_record``), then write the card
+    over the README.md files TRL and PEFT left."""
     from playprm.train.run_record import record_run
 
     record_run(output_dir, kind=kind, trainer=trainer, config=config, base=base, data_dir=data_dir,
-               chat_template_kwargs=chat_template_kwargs)
+               chat_template_kwargs=chat_template_kwargs, samples_per_game=samples_per_game)
     return write_model_card(output_dir)

@@ -222,15 +222,17 @@ def build_config(config_class, settings: dict[str, Any]):
 RUN_INPUTS = ("model", "data")  # recipe keys that are not config fields
 
 
-def command_settings(args, config_class, explicit: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def command_settings(args, config_class, explicit: dict[str, Any],
+                     needed: tuple[str, ...] = RUN_INPUTS) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(config settings, run inputs)`` of a train command: the recipe, then ``--field`` overrides, then the
-    command's own flags (``explicit``, unset ones left out); ``run inputs`` are ``model`` and ``data``."""
+    command's own flags (``explicit``, unset ones left out); ``run inputs`` are ``model`` and ``data``, of which
+    ``needed`` must be given (train-grpo plays games instead of reading data)."""
     recipe = load_recipe(args.config, config_class, fixed=RUN_INPUTS) if args.config else {}
     settings = {**recipe, **parse_overrides(args.overrides, config_class)}
     settings.update({key: value for key, value in explicit.items() if value is not None})
     inputs = {key: settings.pop(key, None) for key in RUN_INPUTS}
     inputs.update({key: getattr(args, key) for key in RUN_INPUTS if getattr(args, key, None) is not None})
-    missing = [f"--{key}" for key in RUN_INPUTS if inputs[key] is None]
+    missing = [f"--{key}" for key in needed if inputs[key] is None]
     if not settings.get("output_dir"):
         missing.append("--output-dir")
     if missing:
@@ -238,10 +240,12 @@ def command_settings(args, config_class, explicit: dict[str, Any]) -> tuple[dict
     return settings, inputs
 
 
-def add_run_arguments(parser, *, data_help: str, recipe_example: str) -> None:
-    """The flags both train commands declare; every other ``--field VALUE`` is collected as an override."""
+def add_run_arguments(parser, *, data_help: str | None, recipe_example: str) -> None:
+    """The flags the train commands declare (``--data`` where ``data_help`` is given); every other
+    ``--field VALUE`` is collected as an override."""
     parser.add_argument("--model", help="base model: a Hugging Face folder, a model_registry.json name or a hub id")
-    parser.add_argument("--data", type=Path, help=data_help)
+    if data_help is not None:
+        parser.add_argument("--data", type=Path, help=data_help)
     parser.add_argument("--output-dir", type=Path, help="folder for checkpoints, the trained model and metrics")
     parser.add_argument("--config", type=Path, help=f"YAML recipe, e.g. {recipe_example}")
     parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --output-dir")
@@ -249,8 +253,10 @@ def add_run_arguments(parser, *, data_help: str, recipe_example: str) -> None:
     accept_overrides(parser)
 
 
-def prepare_run(args, config_class, command: str, explicit: dict[str, Any] | None = None, resolve=None):
+def prepare_run(args, config_class, command: str, explicit: dict[str, Any] | None = None, resolve=None,
+                needed: tuple[str, ...] = RUN_INPUTS):
     """``(config, base model, data folder)`` of a train command, all checked; prints the CPU-fallback line once.
+    ``needed``: the run inputs the command requires (without ``data`` the data folder is None).
 
     Nothing is loaded yet: the config validates the settings (``--require-cuda`` included) and ``--model`` is
     resolved to a folder, registry entry or hub id (by ``resolve``, default ``resolve_base_model``; train-dpo's
@@ -263,10 +269,10 @@ def prepare_run(args, config_class, command: str, explicit: dict[str, Any] | Non
         "output_dir": str(args.output_dir) if args.output_dir else None,
         "require_cuda": True if args.require_cuda else None,
         **(explicit or {}),
-    })
+    }, needed)
     config = build_config(config_class, settings)
     base = (resolve or resolve_base_model)(str(inputs["model"]))
     note = cpu_fallback_note(config, command)
     if note and config.process_index == 0:
         print(note)
-    return config, base, Path(inputs["data"])
+    return config, base, Path(inputs["data"]) if inputs["data"] is not None else None

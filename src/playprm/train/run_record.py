@@ -53,7 +53,7 @@ def framework_versions() -> dict[str, str]:
     return versions
 
 
-def samples_per_game(data_dir: Path) -> dict[str, dict[str, int]]:
+def count_samples(data_dir: Path) -> dict[str, dict[str, int]]:
     """``{game: {"train": n, "validation": n}}`` counted from the dataset files' ``meta.game``."""
     counts: dict[str, dict[str, int]] = {}
     for split in ("train", "validation"):
@@ -67,25 +67,27 @@ def samples_per_game(data_dir: Path) -> dict[str, dict[str, int]]:
     return dict(sorted(counts.items()))
 
 
-def record_run(output_dir: Path, *, kind: str, trainer, config, base, data_dir: Path,
-               chat_template_kwargs: dict) -> None:
+def record_run(output_dir: Path, *, kind: str, trainer, config, base, data_dir: Path | None,
+               chat_template_kwargs: dict, samples_per_game: dict | None = None) -> None:
     """Write ``trainer_state.json``, ``training_config.json`` and ``run_info.json`` into ``output_dir``.
 
-    ``kind`` is ``sft`` or ``prm``; ``base`` the ``BaseModel`` trained from; ``chat_template_kwargs`` those the run
-    tokenised with.
+    ``kind`` is ``sft``, ``dpo``, ``grpo`` or ``prm``; ``base`` the ``BaseModel`` trained from;
+    ``chat_template_kwargs`` those the run tokenised with; ``data_dir`` the training data (None: none on disk);
+    ``samples_per_game`` the per-game counts where no data files say them (GRPO's rows).
     """
     output_dir = Path(output_dir)
     trainer.state.save_to_json(str(output_dir / TRAINER_STATE_FILE))
     write_json(output_dir / CONFIG_FILE, config.to_dict())
-    summary_file = Path(data_dir) / DATASET_SUMMARY_FILE
+    summary_file = Path(data_dir) / DATASET_SUMMARY_FILE if data_dir is not None else None
     write_json(output_dir / RUN_INFO_FILE, {
         "kind": kind,
         "command": f"playprm train-{kind}",
         "base_model": base.model_id,
         "chat_template_kwargs": chat_template_kwargs,
-        "data_dir": str(Path(data_dir).resolve()),
-        "dataset_summary": json.loads(summary_file.read_text(encoding="utf-8")) if summary_file.is_file() else None,
-        "samples_per_game": samples_per_game(Path(data_dir)),
+        "data_dir": str(Path(data_dir).resolve()) if data_dir is not None else None,
+        "dataset_summary": json.loads(summary_file.read_text(encoding="utf-8"))
+        if summary_file is not None and summary_file.is_file() else None,
+        "samples_per_game": samples_per_game if samples_per_game is not None else count_samples(Path(data_dir)),
         "cpu_fallback": bool(getattr(config, "cpu_fallback", False)),
         "hardware": detected_hardware(config.world_size),
         "versions": framework_versions(),

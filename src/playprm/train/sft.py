@@ -347,9 +347,11 @@ def train_sft(config, start: StartPolicy, data_dir: Path, *, resume: bool = Fals
 
 
 def save_policy_run(trainer, config, base: BaseModel, tokenizer, template_kwargs: dict, metrics: dict, *,
-                    data_dir: Path, kind: str) -> None:
-    """The end of a policy run (``kind`` "sft" or "dpo"): the adapter or model, its ``model_registry.json`` entry,
-    ``metrics.json`` and the model card, in ``config.output_dir``."""
+                    data_dir: Path | None, kind: str, samples_per_game: dict | None = None) -> None:
+    """The end of a policy run (``kind`` "sft", "dpo" or "grpo"): the adapter or model, its ``model_registry.json``
+    entry, ``metrics.json`` and the model card, in ``config.output_dir``. ``data_dir``: the training data (None:
+    none on disk, GRPO plays its own); ``samples_per_game``: the card's per-game counts where no data files say
+    them."""
     from playprm.atomic import write_json
     from playprm.models.registry import write_registry_entry
     from playprm.models.replies import default_eos_to_cull
@@ -368,4 +370,4 @@ def save_policy_run(trainer, config, base: BaseModel, tokenizer, template_kwargs
 
     # last: it replaces the README.md cards that TRL and PEFT's save_model wrote
     write_run_card(output_dir, kind=kind, trainer=trainer, config=config, base=base, data_dir=data_dir,
-                   chat_template_kwargs=template_kwargs)
+                   chat_template_kwargs=template_kwargs, samples_per_game=samples_per_game)

@@ -1,0 +1,162 @@
+"""Online reinforcement learning of the policy on the games' own reward (TRL's ``GRPOTrainer`` with a
+``rollout_func``).
+
+The dataset is one row per (game instance, player) of the selected games; TRL repeats each row G
+(``num_generations``) times, and the rollout (``train.grpo_rollout``) plays G episodes of that instance with the
+model being trained, every player the policy, through playprm's runner. A row's completion is its player's side
+of the episode, the game's text masked out by ``env_mask``; its reward is the episode's outcome (``--reward``).
+
+The starting policy is resolved as train-dpo resolves it (``train.base_model.resolve_start_policy``): a train-sft
+adapter folder is trained further, a model folder gets a new LoRA adapter, or with ``--full-weights true`` every
+weight is trained. The run's last rollout stays in ``<output-dir>/rollouts`` for inspection.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from playprm.errors import UsageError
+from playprm.train.base_model import StartPolicy, check_start_policy, load_start_policy
+from playprm.train.run_dir import checkpoint_to_resume, run_summary, training_callbacks
+
+ROLLOUTS_FOLDER = "rollouts"  # the last rollout's episodes, clemcore's layout (replaced at every rollout)
+
+
+def select_rows(config):
+    """The games' entries and one ``RowSpec`` per (instance, player), checked against the batch; no model."""
+    from playprm.play.job import prepare_games
+    from playprm.train.grpo_rollout import row_specs
+
+    entries, instances = prepare_games(list(config.game or []), not config.game,
+                                       Path(config.games_dir) if config.games_dir else None, config.limit)
+    rows = row_specs(entries, instances)
+    groups = config.generation_batch_size // config.num_generations
+    if groups > len(rows):
+        raise UsageError(f"a rollout plays {groups} instances x {config.num_generations} episodes "
+                         f"(--effective-batch-size {config.generation_batch_size} / --num-generations "
+                         f"{config.num_generations}), more than the {len(rows)} (instance, player) rows of the games; "
+                         "lower --effective-batch-size or raise --limit")
+    return entries, rows
+
+
+def rollout_function(config, rows, entries, tokenizer, template_kwargs, base, announce=print):
+    """``rollout_func(prompts, trainer)`` for TRL: plays the rows named by ``prompts`` with the trainer's
+    current model (no gradient, eval mode) and returns their token rows (``grpo_rollout.play_groups``)."""
+    from playprm.models.base import PolicySpec
+    from playprm.models.hf import HFPolicy
+    from playprm.play.job import load_benchmarks
+    from playprm.train.grpo_rollout import RolloutSettings, TokenChain, play_groups, play_trees
+
+    by_key = {row.key: row for row in rows}
+    benchmarks, broken = load_benchmarks(entries)
+    if broken:
+        game, error = next(iter(broken.items()))
+        raise UsageError(f"game {game} failed to load ({error}); fix it or leave it out with --game")
+    chain = TokenChain(tokenizer, template_kwargs)
+    settings = RolloutSettings(temperature=config.temperature, max_tokens=config.max_tokens, reward=config.reward,
+                               batch_size=config.rollout_batch_size)
+    spec = PolicySpec(name="policy", backend="hf", model_id=base.model_id, chat_template_kwargs=template_kwargs)
+    results_dir = Path(config.output_dir) / ROLLOUTS_FOLDER
+
+    def rollout(prompts, trainer):
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        was_training = model.training
+        model.eval()  # no dropout while sampling, and the KV cache (activation checkpointing turns it off)
+        try:
+            policy = HFPolicy(spec, model=model, tokenizer=tokenizer)  # a fresh prefix cache: the weights moved
+            specs, seed = [by_key[prompt] for prompt in prompts], config.seed * 1_000_003 + trainer.state.global_step
+            if config.advantage == "tree":
+                return play_trees(specs, policy, chain, settings, results_dir, benchmarks, seed=seed,
+                                  group_size=config.num_generations,
+                                  branch_factor=config.branch_factor or config.num_generations)
+            return play_groups(specs, policy, chain, settings, results_dir, benchmarks, seed=seed)
+        finally:
+            model.train(was_training)
+
+    return rollout
+
+
+def token_advantage_trainer(trainer_class):
+    """``trainer_class`` (TRL's ``GRPOTrainer``) taking per-token advantages from the rollout (``--advantage
+    tree``). TRL computes one advantage per row, shape (B,), from the row rewards; a tree gives each reply its
+    own (the subtree's against its siblings'), so the rows' ``token_advantages`` replace it as (B, T), which
+    TRL's loss accepts from subclasses."""
+    import torch
+
+    class TokenAdvantageTrainer(trainer_class):
+        def _generate_and_score_completions(self, inputs):
+            output = super()._generate_and_score_completions(inputs)
+            # TRL copies the rollout's extra keys into this process's inputs, row by row
+            length = output["completion_ids"].shape[1]
+            advantages = torch.zeros((len(inputs), length), device=output["completion_ids"].device)
+            for row, values in enumerate(example["token_advantages"] for example in inputs):
+                advantages[row, :len(values)] = torch.tensor(values[:length], dtype=advantages.dtype)
+            output["advantages"] = advantages
+            return output
+
+    return TokenAdvantageTrainer
+
+
+def train_grpo(config, start: StartPolicy, *, resume: bool = False, callbacks=(), announce=print) -> dict:
+    """GRPO of the ``start`` policy on the games of ``config`` (a ``GRPOTrainingConfig``); returns the metrics
+    written to ``config.output_dir`` beside the adapter or model, ``model_registry.json`` and the model card.
+    ``resume`` continues from the last checkpoint there. Input problems raise UsageError before the model loads."""
+    import os
+
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM
+    from trl import GRPOTrainer
+
+    from playprm.train.base_model import import_gguf_base
+    from playprm.train.grpo_rollout import episode_reward
+    from playprm.train.sft import full_weight_trainer, load_tokenizer, save_policy_run
+
+    check_start_policy(start, config)
+    output_dir = Path(config.output_dir)
+    entries, rows = select_rows(config)
+    checkpoint = checkpoint_to_resume(output_dir, resume)
+    base = import_gguf_base(start.base, config, announce)
+    tokenizer = load_tokenizer(base)
+    template_kwargs = base.template_kwargs(config.chat_template_kwargs)
+    games = sorted({row.game for row in rows})
+    if config.process_index == 0:
+        announce(f"train-grpo: {len(rows)} (instance, player) rows of {', '.join(games)}; each played "
+                 f"{config.num_generations} times per group, {config.generation_batch_size // config.num_generations}"
+                 f" groups per rollout; reward {config.reward}")
+
+    model, peft_config = load_start_policy(AutoModelForCausalLM, base, start.adapter, config)
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is experimental in TRL 1.16: pinned <2
+    trainer_class = token_advantage_trainer(GRPOTrainer) if config.advantage == "tree" else GRPOTrainer
+    trainer = (full_weight_trainer(trainer_class) if config.full_weights else trainer_class)(
+        model=model,
+        reward_funcs=episode_reward,
+        args=config,
+        train_dataset=Dataset.from_list([{"prompt": row.key} for row in rows]),
+        processing_class=tokenizer,
+        peft_config=peft_config,
+        callbacks=training_callbacks(config, callbacks),
+        rollout_func=rollout_function(config, rows, entries, tokenizer, template_kwargs, base, announce),
+    )
+    result = trainer.train(resume_from_checkpoint=checkpoint)
+    history = [entry for entry in trainer.state.log_history if "reward" in entry]
+    metrics = {
+        **run_summary(trainer, result),
+        "first_reward": history[0]["reward"] if history else None,
+        "last_reward": history[-1]["reward"] if history else None,
+        # one row is one episode's player side, used num_iterations times
+        "episodes_played": trainer.state.global_step * config.per_device_train_batch_size
+        * config.gradient_accumulation_steps * config.world_size // config.num_iterations,
+        "rows": len(rows),
+        "games": games,
+        "reward": config.reward,
+        "advantage": config.advantage,
+        "branch_factor": config.branch_factor,
+        "num_generations": config.num_generations,
+        "beta": config.beta,
+        "start": str(start.adapter or base.model_id),
+    }
+    save_policy_run(trainer, config, base, tokenizer, template_kwargs, metrics,
+                    data_dir=Path(config.games_dir) if config.games_dir else None, kind="grpo",
+                    samples_per_game={game: {"train": sum(row.game == game for row in rows), "validation": 0}
+                                      for game in games})
+    return metrics

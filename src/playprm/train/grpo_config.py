@@ -1,0 +1,85 @@
+"""The configuration of ``train-grpo``: TRL's ``GRPOConfig`` with the model card's LoRA fields, the games to play
+and the reward."""
+
+from dataclasses import dataclass
+
+from trl import GRPOConfig
+
+from playprm.play.config import EvalConfig, field_defaults
+from playprm.train.grpo_rollout import REWARDS
+from playprm.train.qlora import ModelCardArguments, resolve_device_defaults
+
+ADVANTAGES = ("episode", "tree")  # GRPO's own (one per row); GiGPO-style step groups from a rollout tree
+
+
+@dataclass
+class GRPOTrainingConfig(ModelCardArguments, GRPOConfig):
+    """Every ``GRPOConfig`` / ``TrainingArguments`` field (``num_generations``, ``beta``, ``loss_type``,
+    ``temperature``, ``scale_rewards``, ``mask_truncated_completions``, ...), with the defaults and extra fields of
+    ``ModelCardArguments`` (the card's LoRA, ...), and:
+
+    Parameters:
+        game: the games whose instances are played (as eval's ``--game``); none: every game of ``games_dir``.
+        games_dir: a folder of game folders (``playprm instances --out``); none: the built-in games.
+        limit: instances per experiment (the first ones, as eval's ``--limit``).
+        reward: what a player's episode earns: ``main-score`` (clemcore's Main Score / 100; 0 for an aborted
+            or errored episode) or ``success`` (1 for a won episode, else 0).
+        advantage: ``episode`` (GRPO's own: the episode reward against the group's G episodes of one instance)
+            or ``tree`` (the group's G episodes are one tree, forked at the trained player's turns; each reply's
+            advantage is its subtree's mean reward against its siblings', the replies to the identical state).
+        branch_factor: ``tree`` only: copies a state is forked into at a trained turn while the group's G leaves
+            last (none: all G at the first trained turn, so the group shares that state).
+        max_tokens: tokens per reply (eval's ``--max-tokens``; TRL's ``max_completion_length`` is not applied to
+            a rollout).
+        rollout_batch_size: episodes in flight in one rollout (one generation call per turn for all of them).
+        num_generations: G, the episodes of one instance in a group (TRL's default 8; at least 2).
+        learning_rate: 1e-5 (TRL's GRPO default, 1e-6, is for full weights of large models; a LoRA update needs
+            more). The small preset's full-weight policies take the rate their measurement chose.
+        effective_batch_size: 16 rows (player sides of episodes) per optimizer step, 4 groups of 4 (with
+            ``per_device_train_batch_size`` 8); one rollout serves one optimizer step.
+        activation_checkpointing: on with CUDA, off on CPU (it only costs time at the sizes a CPU trains).
+
+    No validation split: ``eval_strategy`` "no", no best checkpoint, no early stopping; ``logging_steps`` 1 (a
+    step is a whole rollout). ``beta`` 0 (TRL's default: no reference model).
+    """
+
+    game: list[str] | None = None
+    games_dir: str | None = None
+    limit: int | None = None
+    reward: str = "main-score"
+    advantage: str = "episode"
+    branch_factor: int | None = None
+    max_tokens: int = field_defaults(EvalConfig)["max_tokens"]
+    rollout_batch_size: int = 64
+
+    num_generations: int | None = 4
+    learning_rate: float = 1e-5
+    effective_batch_size: int | None = 16
+    per_device_train_batch_size: int = 8
+    activation_checkpointing: bool | None = None
+    eval_strategy: str = "no"
+    load_best_model_at_end: bool = False
+    early_stopping_patience: int | None = 0
+    logging_steps: float = 1
+
+    def __post_init__(self):
+        import torch
+
+        if self.reward not in REWARDS:
+            raise ValueError(f"--reward {self.reward} is not one of {', '.join(REWARDS)}")
+        if self.advantage not in ADVANTAGES:
+            raise ValueError(f"--advantage {self.advantage} is not one of {', '.join(ADVANTAGES)}")
+        if self.num_generations is None or self.num_generations < 2:
+            raise ValueError(f"--num-generations {self.num_generations}: GRPO needs at least 2 episodes of an "
+                             "instance per group (a reply's advantage is its reward against the group's)")
+        for name in ("max_tokens", "rollout_batch_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be at least 1, not {getattr(self, name)}")
+        if self.branch_factor is not None and (self.branch_factor < 2 or self.advantage != "tree"):
+            raise ValueError(f"--branch-factor {self.branch_factor}: give at least 2, with --advantage tree")
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(f"--limit must be at least 1, not {self.limit}")
+        if self.activation_checkpointing is None:
+            self.activation_checkpointing = torch.cuda.is_available()
+        resolve_device_defaults(self)
+        super().__post_init__()

@@ -1,0 +1,378 @@
+"""The rollout of ``train-grpo``: G episodes of one game instance played by the current policy, turned into token
+rows for TRL's ``GRPOTrainer`` (its ``rollout_func``).
+
+Episodes run through playprm's own runner (``play.runner.play``: clemcore's game masters, every player the policy,
+all episodes in flight batched into one generation call per turn), as eval plays them. The row of (episode, player
+P) is P's side of the game as token ids:
+
+- ``prompt_ids``: P's first context, templated as eval templates it (``chat.prompt_ids``);
+- ``completion_ids``: P's sampled reply ids as sampled (``env_mask`` 1: never decoded and encoded again), then for
+  each later turn of P the tokens the game added since (``env_mask`` 0: the template's closing of P's reply, the
+  game master's and the other players' text), then that turn's sampled ids (``env_mask`` 1).
+
+Each of P's later turns is generated from exactly those ids (prompt + completion so far + the new game text), so
+the row is the sequence the policy saw. The new game text is the templated new context beyond the templated
+previous context with P's reply (as the game recorded it). Two consequences, both documented where they arise:
+the policy keeps seeing its own sampled reply where eval would re-render the reply the game recorded (the same
+text up to the backend's strip), and templates whose generation prompt is not kept in the history (Qwen3's empty
+think block with ``enable_thinking=False``) keep it in the row, as the policy saw it. A game that rewrites a
+player's history (its next context does not extend the previous one and the reply) fails loudly (``RolloutError``).
+
+A reply cut at ``max_tokens`` has no end-of-turn token: the template's closing becomes game text (``env_mask`` 0)
+and the reply is trained as sampled (its reward is what the cut reply earned). TRL's
+``mask_truncated_completions`` drops a row only where its last reply was cut.
+
+The reward of a row is the episode's outcome for the game (``REWARDS``), read from the scores clemcore's scorer
+wrote into the episode folder; an episode that errored or was aborted earns 0 (clemcore scores an aborted
+episode's Main Score NaN and counts it as not played). A row whose player never got a turn (the game ended
+before it) trains nothing and has no reward (TRL leaves it out of its group's baseline).
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from playprm import chat
+
+_SENTINEL = "\u2063PLAYPRM_REPLY\u2063"
+
+
+class RolloutError(RuntimeError):
+    """A game or chat template the token rows cannot follow (a player's history rewritten)."""
+
+
+def _main_score(record) -> float:
+    score = record.main_score
+    return 0.0 if score is None or record.outcome == "aborted" else score / 100.0
+
+
+# --reward: an episode record (results.read.EpisodeRecord, None for an errored episode) -> the reward in [0, 1]
+REWARDS = {
+    "main-score": lambda record: 0.0 if record is None else _main_score(record),
+    "success": lambda record: float(record is not None and record.outcome == "success"),
+}
+
+
+@dataclass(frozen=True)
+class RowSpec:
+    """One dataset row: a game instance and the index of the player (in the game master's order) trained."""
+
+    game: str
+    experiment: dict
+    instance: dict
+    player_index: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.game}/{self.experiment['name']}/{self.instance.get('game_id')}/player-{self.player_index + 1}"
+
+
+def row_specs(entries, instances: dict) -> list[RowSpec]:
+    """One row per (instance, player) of the selected games (``play.job.prepare_games``' output), every player
+    of a game being the policy's."""
+    rows = []
+    for entry in entries:
+        players = int(entry.spec.players) if str(entry.spec.players).isdigit() else 1
+        for experiment, instance in instances[entry.name]:
+            rows += [RowSpec(entry.name, experiment, instance, k) for k in range(players)]
+    return rows
+
+
+class TokenChain:
+    """How a player's token row grows from turn to turn under the policy's chat template."""
+
+    def __init__(self, tokenizer, chat_template_kwargs: dict | None):
+        self.tokenizer = tokenizer
+        self.kwargs = dict(chat_template_kwargs or {})
+        rendered = tokenizer.apply_chat_template(
+            [{"role": "user", "content": "x"}, {"role": "assistant", "content": _SENTINEL}], tokenize=False,
+            **self.kwargs)
+        self.closing = rendered.split(_SENTINEL, 1)[1]  # what the template writes after a reply: "<|im_end|>\n"
+
+    def first(self, context: list[dict]) -> list[int]:
+        """The ids of a player's first context, as eval templates it."""
+        return chat.prompt_ids(self.tokenizer, context, self.kwargs)
+
+    def delta(self, previous: list[dict], context: list[dict], sampled: list[int], where: str) -> list[int]:
+        """The ids of the game text between a player's reply (``sampled``, to ``previous``) and its next
+        ``context``. ``where`` names the game and player in the error of a history that was rewritten."""
+        n = len(previous)
+        plain = [{"role": m["role"], "content": m["content"]} for m in context]
+        if plain[:n] != [{"role": m["role"], "content": m["content"]} for m in previous] \
+                or len(plain) <= n + 1 or plain[n]["role"] != "assistant":
+            raise RolloutError(f"{where}: the player's next context does not extend its previous context and reply "
+                               "(the game rewrites the player's history); train-grpo trains a player's turns as one "
+                               "token row and cannot follow it")
+        history = self.tokenizer.apply_chat_template(chat.clemcore_messages(plain[:n + 1]), tokenize=False,
+                                                     add_generation_prompt=False, **self.kwargs)
+        text = chat.prompt_text(self.tokenizer, plain, self.kwargs)
+        if not text.startswith(history) or not history.endswith(self.closing):
+            raise RolloutError(f"{where}: the chat template renders earlier turns differently once later turns "
+                               "follow; train-grpo needs a template whose history is a prefix of the next context")
+        stop_text = self.tokenizer.decode(sampled[-1:]) if sampled else ""
+        # the reply's own stop token is part of the closing; a reply cut at max_tokens gets the whole closing
+        gap = self.closing[len(stop_text):] if stop_text and self.closing.startswith(stop_text) else self.closing
+        return self.tokenizer(gap + text[len(history):], add_special_tokens=False).input_ids
+
+
+@dataclass
+class PlayerRow:
+    """One player's token row in one episode, grown turn by turn."""
+
+    prompt_ids: list[int] = field(default_factory=list)
+    completion_ids: list[int] = field(default_factory=list)
+    env_mask: list[int] = field(default_factory=list)
+    context: list[dict] | None = None  # the context of the player's last turn
+    last_reply: list[int] = field(default_factory=list)
+    turns: int = 0
+    cut_replies: int = 0  # replies that ended at max_tokens without the end-of-turn token
+
+    def ids(self) -> list[int]:
+        return self.prompt_ids + self.completion_ids
+
+
+@dataclass
+class RolloutSettings:
+    temperature: float
+    max_tokens: int
+    reward: str  # a key of REWARDS
+    batch_size: int = 64  # episodes in flight
+
+
+def turn_player(policy, chain: TokenChain, settings: RolloutSettings, seed: int):
+    """``play(episodes) -> episodes`` for the runner: one generation call for the pending turns of all episodes in
+    flight, each prompted with its player's token row (kept in ``episode.tags["rows"]``, so that a fork copies it;
+    ``episode.tags["spec"]`` is the episode's ``RowSpec``). A turn of the trained player is appended to
+    ``episode.tags["turns"]`` as ``(start, end, branch)``: where its sampled ids lie in the completion, and the
+    episode's branch index at that turn (``tags["branch"]``, set by a fork; 0 otherwise)."""
+    calls = [0]
+
+    def play(episodes):
+        pending = [e for e in episodes if not e.done]
+        prompts = []
+        for episode in pending:
+            tags = episode.tags
+            if "trained" not in tags:
+                note_trained_player(episode)
+            turn = episode.pending
+            row = tags["rows"].setdefault(turn.player, PlayerRow())
+            if row.context is None:
+                row.prompt_ids = chain.first(turn.context)
+            else:
+                delta = chain.delta(row.context, turn.context, row.last_reply,
+                                    f"game {episode.task.game}, {turn.player} ({turn.game_role})")
+                row.completion_ids += delta
+                row.env_mask += [0] * len(delta)
+            row.context = turn.context
+            prompts.append(row.ids())
+        calls[0] += 1
+        outputs = policy.generate_ids(prompts, n=1, temperature=settings.temperature,
+                                      max_tokens=settings.max_tokens, seed=seed * 100_003 + calls[0])
+        for episode, (candidate,) in zip(pending, outputs):
+            player = episode.pending.player
+            row = episode.tags["rows"][player]
+            if player == episode.tags["trained"]:
+                episode.tags["turns"].append((len(row.completion_ids), len(row.completion_ids) + len(candidate.token_ids),
+                                              episode.tags.pop("branch", 0)))
+            row.completion_ids += candidate.token_ids
+            row.env_mask += [1] * len(candidate.token_ids)
+            row.last_reply = candidate.token_ids
+            row.turns += 1
+            row.cut_replies += not candidate.finished
+            episode.play(candidate.text, generated_tokens=candidate.num_tokens,
+                         prefill_tokens=candidate.prefill_tokens)
+        return episodes
+
+    return play
+
+
+def note_trained_player(episode) -> None:
+    """Name the player the episode's row trains (``tags["spec"].player_index`` in the game master's order) and
+    start its bookkeeping."""
+    names = [p.name for p in episode.game_master.get_players()]
+    episode.tags.update(trained=names[min(episode.tags["spec"].player_index, len(names) - 1)], turns=[], rows={})
+
+
+def _fresh_run_dir(results_dir: Path) -> Path:
+    if results_dir.exists():
+        shutil.rmtree(results_dir)
+    run_dir = results_dir / "policy--policy"
+    run_dir.mkdir(parents=True)
+    return run_dir
+
+
+def _task(spec: RowSpec, benchmarks: dict, run_dir: Path, index: int):
+    from playprm.episode import EpisodeTask
+    from playprm.results.layout import sample_folder
+
+    folder = run_dir / spec.game / spec.experiment["name"] / sample_folder(spec.instance, index)
+    return EpisodeTask(game=spec.game, benchmark=benchmarks[spec.game], experiment=spec.experiment,
+                       instance=spec.instance, episode_dir=folder, sample=index)
+
+
+def _rewards(run_dir: Path, reward: str) -> dict:
+    """``{episode folder: reward}`` of the episodes written under ``run_dir`` (errored ones are left out: 0)."""
+    from playprm.results.read import iter_episodes
+
+    reward_of = REWARDS[reward]
+    values = {record.path.resolve(): reward_of(record) for record in iter_episodes(run_dir) if record.error is None}
+    return {path: value if math.isfinite(value) else 0.0 for path, value in values.items()}
+
+
+class RolloutRows:
+    """``rollout_func``'s dict, built row by row."""
+
+    def __init__(self, filler: int):
+        self.filler = filler
+        self.out = {"prompt_ids": [], "completion_ids": [], "env_mask": [], "logprobs": None, "episode_reward": [],
+                    "trained_share": [], "cut_replies": [], "token_advantages": []}
+
+    def add(self, row: PlayerRow | None, reward: float | None, token_advantages: list[float] | None = None) -> None:
+        """A row (None, or a row without a turn: a placeholder that trains nothing and has no reward)."""
+        out = self.out
+        if row is None or not row.completion_ids:
+            row, reward, token_advantages = PlayerRow([self.filler], [self.filler], [0]), None, [0.0]
+        out["prompt_ids"].append(row.prompt_ids)
+        out["completion_ids"].append(row.completion_ids)
+        out["env_mask"].append(row.env_mask)
+        out["episode_reward"].append(reward)
+        out["trained_share"].append(sum(row.env_mask) / len(row.env_mask))
+        out["cut_replies"].append(row.cut_replies)
+        out["token_advantages"].append(token_advantages or [0.0] * len(row.completion_ids))
+
+
+def play_groups(specs: list[RowSpec], policy, chain: TokenChain, settings: RolloutSettings, results_dir: Path,
+                benchmarks: dict, *, seed: int, progress: bool = False) -> dict:
+    """Play one episode per entry of ``specs`` (TRL's batch: each row repeated G times in a row) with ``policy``
+    (an ``HFPolicy`` on the model being trained) and return ``rollout_func``'s dict: ``prompt_ids``,
+    ``completion_ids``, ``env_mask``, ``logprobs`` (None: no importance-sampling correction without vLLM) and the
+    extra keys the reward function and the logs read: ``episode_reward`` (None where the player never played),
+    ``trained_share`` (env_mask 1 over the row's completion tokens), ``cut_replies`` and ``token_advantages``
+    (zeros: episode-level GRPO leaves the advantage to TRL). The episodes are written to ``results_dir``
+    (replaced), clemcore's layout."""
+    from playprm.play import runner
+
+    run_dir = _fresh_run_dir(results_dir)
+    tasks = [_task(spec, benchmarks, run_dir, index) for index, spec in enumerate(specs)]
+    spec_of = {task.episode_dir: spec for task, spec in zip(tasks, specs)}
+    episodes = {}
+
+    def tagged(play):
+        def play_tagged(batch):
+            for episode in batch:
+                episode.tags.setdefault("spec", spec_of[episode.task.episode_dir])
+                episodes[episode.task.episode_dir] = episode
+            return play(batch)
+        return play_tagged
+
+    runner.play(tasks, policy_name="policy", run_dir=run_dir, gen_args={"temperature": settings.temperature,
+                "max_tokens": settings.max_tokens}, play_episodes=tagged(turn_player(policy, chain, settings, seed)),
+                batch_size=settings.batch_size, progress=progress)
+    rewards = _rewards(run_dir, settings.reward)
+    rows = RolloutRows(chain.tokenizer.eos_token_id or 0)
+    for task in tasks:
+        episode = episodes.get(task.episode_dir)
+        tags = episode.tags if episode is not None else {}
+        rows.add(tags.get("rows", {}).get(tags.get("trained")), rewards.get(task.episode_dir.resolve(), 0.0))
+    return rows.out
+
+
+def play_trees(specs: list[RowSpec], policy, chain: TokenChain, settings: RolloutSettings, results_dir: Path,
+               benchmarks: dict, *, seed: int, group_size: int, branch_factor: int) -> dict:
+    """``--advantage tree``: each group of ``group_size`` rows (one instance) is one tree of episodes, forked
+    (``Episode.fork``, as collect branches) at the trained player's turns into ``branch_factor`` copies while the
+    group's budget of leaves lasts, so that sibling replies answer one identical state. Returns ``play_groups``'
+    dict, ``token_advantages`` holding each trained token's advantage (``tree_advantages``); a leaf that ended with
+    budget left stands for one row and the rest are placeholders (no reward, nothing trained)."""
+    from dataclasses import replace
+
+    from playprm.episode import Episode
+
+    if len(specs) % group_size or any(specs[i] != specs[i - i % group_size] for i in range(len(specs))):
+        raise RolloutError("the rollout's rows do not come in groups of --num-generations copies of one row")
+    run_dir = _fresh_run_dir(results_dir)
+    play = turn_player(policy, chain, settings, seed)
+    gen_args = {"temperature": settings.temperature, "max_tokens": settings.max_tokens}
+    active, leaves = [], []
+    for group in range(len(specs) // group_size):
+        spec = specs[group * group_size]
+        root = Episode.start(_task(spec, benchmarks, run_dir, group * group_size), "policy", run_dir.name, gen_args)
+        root.tags.update(spec=spec, group=group, budget=group_size)
+        if not root.done:
+            note_trained_player(root)
+        (leaves if root.done else active).append(root)
+    while active:
+        expanded = []
+        for episode in active:
+            tags = episode.tags
+            if episode.pending.player == tags["trained"] and tags["budget"] > 1:
+                width = min(branch_factor, tags["budget"])
+                copies = [episode] + [episode.fork() for _ in range(width - 1)]
+                shares = [tags["budget"] // width + (i < tags["budget"] % width) for i in range(width)]
+                for branch, (copy, share) in enumerate(zip(copies, shares)):
+                    copy.tags.update(budget=share, branch=branch)
+                expanded += copies
+            else:
+                expanded.append(episode)
+        play(expanded)
+        leaves += [e for e in expanded if e.done]
+        active = [e for e in expanded if not e.done]
+    for number, leaf in enumerate(leaves):  # each leaf its own folder, as collect names its leaves
+        leaf.task = replace(leaf.task, episode_dir=leaf.task.episode_dir.parent / f"{leaf.task.episode_dir.name}_l{number:03d}")
+        leaf.write()
+    rewards = _rewards(run_dir, settings.reward)
+    rows = RolloutRows(chain.tokenizer.eos_token_id or 0)
+    for group in range(len(specs) // group_size):
+        members = [leaf for leaf in leaves if leaf.tags["group"] == group]
+        played = [leaf for leaf in members if leaf.tags.get("turns")]
+        values = [rewards.get(leaf.task.episode_dir.resolve(), 0.0) for leaf in played]
+        advantages = tree_advantages([[branch for _, _, branch in leaf.tags["turns"]] for leaf in played], values)
+        for leaf, value, turn_advantages in zip(played, values, advantages):
+            row = leaf.tags["rows"][leaf.tags["trained"]]
+            tokens = [0.0] * len(row.completion_ids)
+            for (start, end, _), advantage in zip(leaf.tags["turns"], turn_advantages):
+                tokens[start:end] = [advantage] * (end - start)
+            rows.add(row, value, tokens)
+        for _ in range(group_size - len(played)):  # a leaf that ended with budget left, or no turn was played
+            rows.add(None, None)
+    return rows.out
+
+
+def tree_advantages(paths: list[list[int]], values: list[float]) -> list[list[float]]:
+    """Per leaf, the advantage of each of its trained turns (GiGPO-style step groups from a rollout tree).
+
+    ``paths[i]`` holds leaf i's branch index at each of its trained turns, so a turn is the node
+    ``tuple(paths[i][:k + 1])`` and its siblings are the nodes with the same parent (replies to one identical
+    state). A node's value is the mean reward of the leaves under it; its advantage is its value minus its
+    siblings' mean, over their standard deviation (GRPO's group scaling; 0 where all are equal), or its parent's
+    where it has no sibling (a turn after the tree stopped branching). A node shared by n leaves appears in n rows:
+    each copy carries 1/n of its advantage, so the reply is trained once.
+    """
+    under: dict[tuple, list[float]] = {}
+    for path, value in zip(paths, values):
+        for k in range(len(path)):
+            under.setdefault(tuple(path[:k + 1]), []).append(value)
+    value_of = {node: sum(v) / len(v) for node, v in under.items()}
+    advantage: dict[tuple, float] = {}
+    for node in sorted(under, key=len):
+        siblings = [other for other in under if len(other) == len(node) and other[:-1] == node[:-1]]
+        if len(siblings) < 2:
+            advantage[node] = advantage.get(node[:-1], 0.0)
+            continue
+        sibling_values = [value_of[other] for other in siblings]
+        mean = sum(sibling_values) / len(sibling_values)
+        std = (sum((v - mean) ** 2 for v in sibling_values) / (len(sibling_values) - 1)) ** 0.5
+        advantage[node] = 0.0 if std < 1e-9 else (value_of[node] - mean) / (std + 1e-4)
+    return [[advantage[tuple(path[:k + 1])] / len(under[tuple(path[:k + 1])]) for k in range(len(path))]
+            for path in paths]
+
+
+def episode_reward(prompts, completions, episode_reward, trained_share=None, log_metric=None, **kwargs):
+    """TRL reward function: the rollout's ``episode_reward`` of each row (never scored from text); logs the mean
+    share of trained tokens per row."""
+    if log_metric is not None and trained_share:
+        log_metric("trained_token_share", sum(trained_share) / len(trained_share))
+    return list(episode_reward)
