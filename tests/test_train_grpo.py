@@ -111,7 +111,7 @@ def test_interrupted_grpo_resumes_to_the_weights_of_an_uninterrupted_run(card_mo
     from safetensors.torch import load_file
     from test_train_sft import StopAtStep
 
-    from playprm.train.dpo import resolve_start_policy
+    from playprm.train.base_model import resolve_start_policy
     from playprm.train.grpo import train_grpo
     from playprm.train.grpo_config import GRPOTrainingConfig
     from playprm.train.recipe import build_config
