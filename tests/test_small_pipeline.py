@@ -140,7 +140,8 @@ def test_the_small_preset_runs_every_stage_and_writes_results(tmp_path, monkeypa
     preset = small.SmallPreset(games=(("referencegame", 3, 2),), layers=1, hidden=32, sft_steps=2,
                                       sft_batch=2, rollout_instances=1, prm_steps=2, prm_batch=2, max_tokens=8,
                                       ns=(2,), oracle_ns=(2,), validation_instances=1, wsft=True, anchored=True,
-                                      dpo_weak_instances=1, dpo_steps=2, dpo_batch=2)
+                                      dpo_weak_instances=1, dpo_steps=2, dpo_batch=2, grpo=True, grpo_steps=1,
+                                      grpo_generations=2, grpo_batch=4)
     assert run_steps(workdir, preset.steps(workdir), parser=build_parser(), done="done") == 0
     assert Path.cwd() == tmp_path and not (tmp_path / "model_registry.json").exists()  # nothing outside workdir
     assert f"playprm eval --policy-model {workdir / 'sft-policy'}" in capsys.readouterr().out  # runnable by hand
@@ -150,7 +151,7 @@ def test_the_small_preset_runs_every_stage_and_writes_results(tmp_path, monkeypa
     assert {"base-greedy", "sft-greedy", "sft-sampled", "sft-prm-bon2", "sft-logprob-bon2", "sft-oracle-bon2",
             "sft-beam", "sft-lf-beam", "sft-prm-anchored-bon2", "sft-prm-gated-bon4", "weak-greedy",
             "weak-prm-anchored-bon4", "weak-oracle-bon4", "weak-prm-gated-bon4", "sft-wsft-greedy",
-            "weak-wsft-greedy"} <= names
+            "weak-wsft-greedy", "weak-grpo-greedy", "sft-grpo-greedy", "weak-grpo-prm-bon4"} <= names
     by_name = {row["name"]: row for row in results["rows"]}
     assert (by_name["sft-prm-anchored-bon2"]["selection"], by_name["sft-prm-anchored-bon2"]["n"]) == ("anchored", 2)
     assert by_name["sft-prm-anchored-bon2"]["switch_rate"] is not None  # anchored rows log their greedy candidate
@@ -164,6 +165,7 @@ def test_the_small_preset_runs_every_stage_and_writes_results(tmp_path, monkeypa
         assert all(str(workdir / "validation") in path for path in compared[2:4])  # never the held-out runs
     assert all(row["room_share"] is None or isinstance(row["room_share"], float) for row in results["rows"])
     assert [g["policy"] for g in results["glance"]] == ["weak", "sft"]
+    assert all(g.get("best") for g in results["glance"])  # each policy's best learned row, among those run
     for row in results["rows"]:
         assert (tmp_path / row["results_dir"]).is_dir() and row["episodes"] == 4
     assert [row["env_lookahead"] for row in results["rows"] if row["name"] == "sft-beam"] == [True]

@@ -34,6 +34,10 @@ def register(subparsers) -> None:
                         help="small preset: add value-weighted SFT greedy rows (every turn of the policy's own "
                              "branched rollouts, weighted by its Monte-Carlo advantage, sft-data --weights, "
                              "train-sft, greedy play)")
+    parser.add_argument("--grpo", action="store_true",
+                        help="small preset: add GRPO rows (train-grpo of each policy on the training instances, "
+                             "then greedy and PRM best-of-4 play), the longest rows: train-grpo plays 12,800 "
+                             "episodes per policy")
     parser.set_defaults(func=run, run_log="workdir")  # clembench.log goes into the work directory
 
 
@@ -53,7 +57,8 @@ def run(args) -> int:
     if args.preset == "small":
         from playprm.pipeline.small import SmallPreset
 
-        steps = SmallPreset(seed=args.seed, rounds=args.rounds, dpo=args.dpo, wsft=args.wsft).steps(args.workdir)
+        steps = SmallPreset(seed=args.seed, rounds=args.rounds, dpo=args.dpo, wsft=args.wsft,
+                            grpo=args.grpo).steps(args.workdir)
         return run_steps(args.workdir, steps, parser=parser,
                          done=f"results: {args.workdir / 'RESULTS.md'} and results.json")
     if args.preset == "smol":
@@ -61,8 +66,8 @@ def run(args) -> int:
 
         if args.rounds != 1:
             raise UsageError("--rounds 2 is a small-preset option; --preset smol runs one round")
-        if args.wsft:
-            raise UsageError("--wsft is a small-preset option so far; drop it with --preset smol")
+        if args.wsft or args.grpo:
+            raise UsageError("--wsft and --grpo are small-preset options so far; drop them with --preset smol")
         return run_steps(args.workdir, SmolPreset(seed=args.seed, dpo=args.dpo).steps(args.workdir), parser=parser,
                          done=f"results: {args.workdir / 'RESULTS.md'} and results.json")
     from playprm.pipeline.tiny import tiny_steps

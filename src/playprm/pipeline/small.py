@@ -105,6 +105,17 @@ class SmallPreset:
     # minus its siblings' mean, `sft-data --weights advantage`); DPO's step budget, so the costs compare
     wsft: bool = False
     wsft_weights: str = "advantage"
+    # online RL (pipeline --grpo): each policy trained by train-grpo on the training instances, 8 episodes per instance
+    # and 8 instances per step (both players' rows), the game's Main Score as reward, then played greedy (and with
+    # the PRM's best-of-4) held out. Sampling at 0.5, not 1.0: at 1.0 the weaker policy's episodes win about a
+    # third, the groups carry little, and 100 steps lowered its greedy play by 5 points; at 0.5 for 200 steps it gained
+    # +5.03 [+1.01, +9.40] on seed 0 (BENCHMARKS.md, train-grpo)
+    grpo: bool = False
+    grpo_steps: int = 200
+    grpo_learning_rate: float = 5e-5
+    grpo_temperature: float = 0.5
+    grpo_generations: int = 8
+    grpo_batch: int = 64  # episodes per step (grpo_batch / grpo_generations instances)
 
     def rows(self, prm: str = "prm", gate: str = "validation") -> list[GridRow]:
         """The evaluation grid on held-out instances (base greedy and round 2 come with their own stages), the
@@ -211,6 +222,8 @@ class SmallPreset:
             steps += self.dpo_steps_of(w, policies, games, eval_common)
         if self.wsft:
             steps += self.wsft_steps_of(w, policies, eval_common)
+        if self.grpo:
+            steps += self.grpo_steps_of(w, policies, games, eval_common)
         if self.rounds >= 2:
             steps += self.expert_iteration_steps(w, policy, games, eval_common)
         steps.append(("summarize", ["summarize", "--workdir", str(workdir), "--preset", "small", "--seed", str(s)]))
@@ -310,11 +323,40 @@ class SmallPreset:
             ]
         return steps
 
+    def grpo_steps_of(self, w, policies: dict[str, str], games: list[str],
+                      eval_common: list[str]) -> list[tuple[str, list[str]]]:
+        """GRPO: each policy trained online on the training instances (full weights, as it was trained), then
+        played greedy and with the PRM's best-of-4 on the held-out instances."""
+        steps = []
+        for kind in self.kinds():
+            out = w(f"grpo/{kind}-grpo")
+            steps += [
+                (f"train-grpo {kind}", ["train-grpo", "--model", policies[kind], "--games-dir", w(TRAIN), *games,
+                                        "--output-dir", out, "--full-weights", "true", "--max-steps",
+                                        str(self.grpo_steps), "--num-generations", str(self.grpo_generations),
+                                        "--effective-batch-size", str(self.grpo_batch),
+                                        "--per-device-train-batch-size", str(min(16, self.grpo_batch)), "--learning-rate",
+                                        str(self.grpo_learning_rate), "--lr-scheduler-type", "constant",
+                                        "--warmup-steps", "0", "--temperature", str(self.grpo_temperature),
+                                        "--max-tokens", str(self.max_tokens), "--save-steps", "0.5",
+                                        "--seed", str(self.seed), "--model-name", f"{POLICY}-{kind}-grpo"]),
+                (f"eval {kind}-grpo-greedy", ["eval", "--policy-model", out, *eval_common,
+                                              "--results-dir", w(f"results/{kind}-grpo-greedy")]),
+                (f"eval {kind}-grpo-prm-bon4", ["eval", "--policy-model", out,
+                                                *best_of_row(4, "prm", "argmax", w("prm"), "").flags, *eval_common,
+                                                "--results-dir", w(f"results/{kind}-grpo-prm-bon4")]),
+            ]
+        return steps
+
     def grid(self) -> list[GridRow]:
         """Every row the summary may find under ``results/``, in table order: base greedy, the evaluation grid,
-        and round 2's greedy row (present only after ``--rounds 2``)."""
-        return [GridRow("base-greedy", policy="base"), *self.rows(), GridRow(ROUND2_ROW, policy="round2"),
-                *DPO_ROWS, *WSFT_ROWS]
+        and the rows of the opt-in flags (present only where they ran: anchored, ``--rounds 2``, --dpo, --wsft,
+        --grpo)."""
+        from dataclasses import replace
+
+        return [GridRow("base-greedy", policy="base"), *replace(self, anchored=True).rows(),
+                GridRow(ROUND2_ROW, policy="round2"),
+                *DPO_ROWS, *WSFT_ROWS, *GRPO_ROWS]
 
 
 def gate_of(gate: str, policy: str) -> str:
@@ -347,6 +389,9 @@ DPO_ROWS = (GridRow("sft-dpo-greedy", policy="sft-dpo"), GridRow("weak-dpo-greed
             GridRow("sft-dpo-prm-bon4", n=4, scorer="prm", selection="argmax", policy="sft-dpo"),
             GridRow("weak-dpo-prm-bon4", n=4, scorer="prm", selection="argmax", policy="weak-dpo"))
 
+GRPO_ROWS = tuple(row for kind in ("sft", "weak") for row in (  # --grpo
+    GridRow(f"{kind}-grpo-greedy", policy=f"{kind}-grpo"),
+    GridRow(f"{kind}-grpo-prm-bon4", n=4, scorer="prm", selection="argmax", policy=f"{kind}-grpo")))
 WSFT_ROWS = (GridRow("sft-wsft-greedy", policy="sft-wsft"), GridRow("weak-wsft-greedy", policy="weak-wsft"))  # --wsft
 
 # the paired comparisons RESULTS.md shows (rows of the grid); the round-2 ones where that row exists.
@@ -373,4 +418,8 @@ PAIRS = [("sft-greedy", "base-greedy"), ("sft-prm-bon4", "sft-greedy"), ("sft-pr
          ("sft-dpo-prm-bon4", "sft-greedy"), ("weak-dpo-prm-bon4", "weak-greedy"),
          # value-weighted SFT (--wsft) on the same rollouts: against greedy and against DPO
          ("sft-wsft-greedy", "sft-greedy"), ("weak-wsft-greedy", "weak-greedy"), ("sft-wsft-greedy", "sft-dpo-greedy"),
-         ("weak-wsft-greedy", "weak-dpo-greedy")]
+         ("weak-wsft-greedy", "weak-dpo-greedy"),
+         # online RL (--grpo): against greedy, against DPO, and search on top of it
+         ("sft-grpo-greedy", "sft-greedy"), ("weak-grpo-greedy", "weak-greedy"), ("sft-grpo-greedy", "sft-dpo-greedy"),
+         ("weak-grpo-greedy", "weak-dpo-greedy"), ("weak-grpo-greedy", "weak-wsft-greedy"),
+         ("sft-grpo-prm-bon4", "sft-grpo-greedy"), ("weak-grpo-prm-bon4", "weak-grpo-greedy")]

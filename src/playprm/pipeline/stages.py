@@ -27,6 +27,7 @@ DONE_FILES = {
     "train-prm": "prm_config.json",
     "pref-data": "README.md",
     "train-dpo": "model_registry.json",
+    "train-grpo": "model_registry.json",
 }
 
 
