@@ -53,7 +53,6 @@ def run_steps(workdir: Path, steps: list[tuple[str, list[str]]], *, parser, done
     workdir.mkdir(parents=True, exist_ok=True)
     timings = []
     stage_file = workdir / STAGE_FILE
-    recorded = json.loads(stage_file.read_text()) if stage_file.is_file() else {}
     for stage, argv in steps:
         marker = done_marker(argv)
         if marker is not None and marker.exists():
@@ -63,6 +62,8 @@ def run_steps(workdir: Path, steps: list[tuple[str, list[str]]], *, parser, done
         start = time.perf_counter()
         code = run_stage(parser, argv)
         timings.append((stage, time.perf_counter() - start))
+        # read again: a stage run by hand in the same work directory meanwhile keeps its time
+        recorded = json.loads(stage_file.read_text()) if stage_file.is_file() else {}
         recorded[stage] = round(recorded.get(stage, 0.0) + timings[-1][1], 1)
         atomic.write_json(stage_file, recorded)
         if code:
