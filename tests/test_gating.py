@@ -24,10 +24,12 @@ def paired_file(folder: Path, points: dict[str, float]) -> Path:
 
 
 def test_the_gate_guides_only_games_where_guidance_won_points_on_validation(tmp_path):
-    from playprm.report.gating import read_gate
+    from playprm.report.gating import MIN_VALIDATION_POINTS, read_gate
 
-    gate = read_gate(paired_file(tmp_path / "val", {"referencegame": 1.5, "taboo": -2.0, "wordle": 0.0}))
-    assert {game for game, row in gate.items() if row["guided"]} == {"referencegame"}
+    margin = MIN_VALIDATION_POINTS
+    gate = read_gate(paired_file(tmp_path / "val", {"referencegame": margin + 1.5, "taboo": -2.0, "wordle": 0.0,
+                                                    "imagegame": margin}))
+    assert {game for game, row in gate.items() if row["guided"]} == {"referencegame"}  # above the fitted margin
     assert gate["taboo"]["reason"].startswith("greedy: guided - greedy = -2.00 clemscore points on 10 validation")
     assert read_gate(tmp_path / "val") == gate  # the folder that holds paired.json reads the same
 
@@ -79,7 +81,9 @@ def test_impossible_gating_is_one_clear_error_before_any_model_loads(settings, m
 
 
 def test_a_gated_run_guides_the_chosen_game_plays_the_other_greedy_and_says_why(card_models, tmp_path, capsys):
-    gate = paired_file(tmp_path / "val", {"referencegame": 2.0, "taboo": -3.0})
+    from playprm.report.gating import MIN_VALIDATION_POINTS
+
+    gate = paired_file(tmp_path / "val", {"referencegame": MIN_VALIDATION_POINTS + 2.0, "taboo": -3.0})
     argv = ["eval", "--policy-model", str(card_models["policy"]), "--game", "referencegame", "--game", "taboo",
             "--limit", "1", "--max-tokens", "6", "--mode", "best-of-n", "--scorer", "logprob", "--n-candidates", "2",
             "--guide-games", "auto", "--gate-from", str(gate), "--results-dir", str(tmp_path / "r")]
