@@ -27,9 +27,8 @@ def run(args) -> int:
     from playprm.train.sft_config import SFTTrainingConfig
     from playprm.transformers_runtime import choose_cpu_threads
 
-    choose_cpu_threads()  # once per run, before the base model loads
-
     config, base, data_dir = prepare_run(args, SFTTrainingConfig, "train-sft")
+    choose_cpu_threads(base.model_id)  # once per run, by the base's size, before it loads
     metrics = train_sft(config, base, data_dir, resume=args.resume)
     if config.process_index == 0:
         what = "model" if config.full_weights else "adapter"
