@@ -319,4 +319,18 @@ def test_the_smol_preset_with_dpo_trains_the_sft_adapter_further_and_plays_it_gr
     assert flag(added["train-dpo"], "--model") == str(work / "sft-policy")  # the LoRA adapter, its own reference
     assert "--full-weights" not in added["train-dpo"]
     assert flag(added["eval sft-dpo-greedy"], "--policy-model") == flag(added["train-dpo"], "--output-dir")
+    assert flag(added["collect dpo"], "--branch-factor") == "4"  # siblings enough for pairs to train on
     assert ("sft-dpo-greedy", "sft-greedy") in smol.PAIRS
+
+
+def test_the_smol_preset_plays_96_held_out_episodes_a_row(tmp_path):
+    """Where a 10-point paired difference can show (issue 43): the held-out split's instances per experiment times
+    the reference game's two experiments, every eval row on that split."""
+    from playprm.pipeline import smol
+
+    work = tmp_path / "w"
+    steps = dict(smol.SmolPreset(base=str(tmp_path / "base")).steps(work))
+    held_out = steps["instances held-out"]
+    assert int(held_out[held_out.index("--per-experiment") + 1]) * 2 >= 96
+    evals = [argv for stage, argv in steps.items() if stage.startswith("eval ")]
+    assert evals and all(argv[argv.index("--games-dir") + 1] == str(work / smol.HELD_OUT) for argv in evals)
