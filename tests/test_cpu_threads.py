@@ -4,6 +4,8 @@ a bad override is one line before anything runs."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
@@ -31,6 +33,11 @@ def test_parameters_are_counted_from_the_weight_headers(tmp_path):
     write_weights(tmp_path / "model-2", {"c": (2, 2)}).joinpath("model.safetensors").rename(
         folder / "model-00002.safetensors")
     assert runtime.model_parameters(folder) == 3 * 5 + 7 + 4
+    # a LoRA adapter folder (train-sft's output: no config.json) counts its base, not its few adapter weights
+    adapter = write_weights(tmp_path / "adapter", {"lora_A": (1, 1)})
+    (adapter / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "base_model_name_or_path":
+                                                             str(folder)}))
+    assert runtime.model_parameters(adapter) == 3 * 5 + 7 + 4
     # a hub id, a programmatic policy, a folder without weights: unknown
     for unknown in ("Qwen/Qwen3.5-27B", "programmatic:expert", tmp_path / "model-2", None):
         assert runtime.model_parameters(unknown) is None

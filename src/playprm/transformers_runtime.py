@@ -21,11 +21,18 @@ from playprm.errors import UsageError
 LARGE_MODEL_PARAMETERS = 50_000_000
 
 
-def model_parameters(model_id: str | os.PathLike | None) -> int | None:
-    """Parameters in a local model folder's ``*.safetensors`` files, read from their headers (nothing loads);
-    None for a hub id, a non-model selector (``programmatic:...``) or a folder without safetensors weights."""
+def model_parameters(model_id: str | os.PathLike | None, *, follow_adapter: bool = True) -> int | None:
+    """Parameters in a local model folder's ``*.safetensors`` files, read from their headers (nothing loads); a LoRA
+    adapter folder (``train-sft``'s output) counts the base its ``adapter_config.json`` names, as transformers loads
+    it. None for a hub id, a non-model selector (``programmatic:...``) or a folder without safetensors weights."""
     folder = Path(model_id) if model_id else None
-    files = sorted(folder.glob("*.safetensors")) if folder is not None and folder.is_dir() else []
+    if folder is None or not folder.is_dir():
+        return None
+    if follow_adapter and (folder / "adapter_config.json").is_file() and not (folder / "config.json").is_file():
+        from peft import PeftConfig
+
+        return model_parameters(PeftConfig.from_pretrained(str(folder)).base_model_name_or_path, follow_adapter=False)
+    files = sorted(folder.glob("*.safetensors"))
     if not files:
         return None
     from safetensors import safe_open

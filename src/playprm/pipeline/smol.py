@@ -54,7 +54,7 @@ class SmolPreset:
     # 32 steps taught the format, not the game (SFT greedy at the guesser's chance level, 29 %); twice as many,
     # still under one pass over the teacher's conversations (not yet measured whole: issue 43)
     sft_steps: int = 64
-    sft_validation: float = 0.03  # of the training instances: ~30 conversations, one validation pass of ~3 min
+    sft_validation: float = 0.05  # of the training instances: ~30 conversations, one validation pass of ~3 min
     sft_batch: int = 4
     rollout_instances: int = 8  # per experiment, each played rollout_samples times at temperature 1
     rollout_samples: int = 4  # several replies to one context: what --switch-margin auto measures its margin on
