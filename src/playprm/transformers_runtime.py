@@ -50,8 +50,9 @@ def cpu_threads(parameters: int | None, idle_cores: int | None) -> int:
     large model (``LARGE_MODEL_PARAMETERS``), whose forward and backward passes are compute-bound; one thread for a
     small or unknown model, and on a machine whose cores other processes keep busy (or where that is unknown),
     because OpenMP threads spin-wait for each other and lose several-fold when a core is taken: issue 13's tiny
-    policy, 107.7 s on 2 threads against 21.9 s on 1 beside one busy process; SmolLM2-135M's greedy play 5.0x
-    slower on 2 threads than on 1 beside other jobs (benchmarks/threads.py, 2026-12-06)."""
+    policy, 107.7 s on 2 threads against 21.9 s on 1 beside one busy process; SmolLM2-135M beside other jobs, 2
+    threads against 1: greedy play 5.0x slower, best-of-4 play 2.5x, a LoRA SFT step 2.8x, a DPO step 2.1x
+    (benchmarks/threads.py, 2026-12-06). What 2 threads gain on an idle machine is not measured yet."""
     if parameters is None or parameters < LARGE_MODEL_PARAMETERS or not idle_cores:
         return 1
     return max(1, idle_cores)
