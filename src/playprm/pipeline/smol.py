@@ -11,7 +11,8 @@ SmolLM2 backbone -> the grid on held-out instances: base greedy, SFT greedy, PRM
 argmax) and greedy-anchored, log-probability best-of-4, and the programmatic expert's best-of-4 (an upper bound).
 
 Each stage's wall time lands in ``stage_seconds.json`` and RESULTS.md. The 2026-12-04 sizes (24 held-out episodes
-a row, 32 SFT steps) ran in 42 minutes on 2 cores and showed SFT teaching the format, not the game; issue 43's
+a row, 32 SFT steps) ran in 42 minutes on 2 cores and showed SFT teaching the format, not the game (a probe of 64
+steps on 48 held-out games: 41.67 against 27.08 at 32 and a chance level of 33.33, BENCHMARKS.md); issue 43's
 sizes (96 held-out episodes a row, where a 10-point paired difference can show; 64 SFT steps; a small SFT
 validation split; DPO pairs from branches of 4) are not yet measured whole: scaled from the 2026-12-04 stage times
 (evaluations x4, SFT x2), about 1.5 hours on one thread. Only the reference game: its held-out instances are new grids (taboo's 24
@@ -51,8 +52,8 @@ class SmolPreset:
     # show none under about 15, issue 43)
     held_out_instances: int = 48
     max_tokens: int = 56  # the teacher's guesser reply (it shows its work) is at most 45 SmolLM2 tokens
-    # 32 steps taught the format, not the game (SFT greedy at the guesser's chance level, 29 %); twice as many,
-    # still under one pass over the teacher's conversations (not yet measured whole: issue 43)
+    # 32 steps taught the format, not the game (27-29 % SFT greedy, the guesser's chance level is 33 %); 64 reached
+    # 41.67 [29.17, 56.25] on 48 held-out games in issue 43's probe (BENCHMARKS.md), one seed: not yet clear of chance
     sft_steps: int = 64
     sft_validation: float = 0.05  # of the training instances: ~30 conversations, one validation pass of ~3 min
     sft_batch: int = 4
