@@ -99,6 +99,11 @@ def shared_sample() -> Path:
     return SHARED_SAMPLE
 
 
+# the suite runs one test process per core (above): a command a test runs in-process, or a subprocess it starts, must
+# not take every core for a large model (transformers_runtime.cpu_threads), so the user's override pins one thread
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
 @pytest.fixture(scope="session", autouse=True)
 def run_threads():
     """A test session is one run: its CPU threads are decided once, as a playprm command decides them (model

@@ -323,6 +323,7 @@ def test_the_smol_preset_with_dpo_trains_the_sft_adapter_further_and_plays_it_gr
     assert flag(added["train-dpo"], "--model") == str(work / "sft-policy")  # the LoRA adapter, its own reference
     assert "--full-weights" not in added["train-dpo"]
     assert flag(added["eval sft-dpo-greedy"], "--policy-model") == flag(added["train-dpo"], "--output-dir")
+    assert flag(added["collect dpo"], "--branch-factor") == "4"  # siblings enough for pairs to train on
     assert ("sft-dpo-greedy", "sft-greedy") in smol.PAIRS
 
 
@@ -348,3 +349,16 @@ def test_wsft_trains_each_policy_on_its_own_rollouts_weighted_by_advantage_and_p
         assert flag(play, "--policy-model") == flag(train, "--output-dir") and "--mode" not in play
     assert {("weak-wsft-greedy", "weak-greedy"), ("weak-wsft-greedy", "weak-dpo-greedy")} <= set(small.PAIRS)
     assert {"sft-wsft-greedy", "weak-wsft-greedy"} <= {row.name for row in small.SmallPreset().grid()}
+
+
+def test_the_smol_preset_plays_96_held_out_episodes_a_row(tmp_path):
+    """Where a 10-point paired difference can show (issue 43): the held-out split's instances per experiment times
+    the reference game's two experiments, every eval row on that split."""
+    from playprm.pipeline import smol
+
+    work = tmp_path / "w"
+    steps = dict(smol.SmolPreset(base=str(tmp_path / "base")).steps(work))
+    held_out = steps["instances held-out"]
+    assert int(held_out[held_out.index("--per-experiment") + 1]) * 2 >= 96
+    evals = [argv for stage, argv in steps.items() if stage.startswith("eval ")]
+    assert evals and all(argv[argv.index("--games-dir") + 1] == str(work / smol.HELD_OUT) for argv in evals)

@@ -6,24 +6,102 @@ It imports neither models nor prm."""
 from __future__ import annotations
 
 import inspect
+import math
 import os
+import statistics
+import time
 from functools import lru_cache
+from pathlib import Path
 
 import torch
 
+from playprm.errors import UsageError
 
-def choose_cpu_threads() -> None:
-    """On CPU, one torch thread unless ``OMP_NUM_THREADS`` asks for more (torch reads it at start-up). A process-wide
-    setting, so a run decides it once where it starts (``play.run_eval``, ``collect``, the trainers, ``summarize``,
-    ``bench``, the clemcore backend's ``get_model_for``), never a model loader.
+# between the tiny policies whose measurement chose one thread (issue 13: under 5M parameters) and SmolLM2-135M
+LARGE_MODEL_PARAMETERS = 50_000_000
 
-    Measured when issue 13 was filed (2 cores, real clembench games, the tiny policy): one thread was faster than
-    every core for playprm's batched play, idle (18.2 s against 19.7 s) and beside another busy process (21.9 s
-    against 107.7 s; BENCHMARKS.md figure 0 has this machine's figures), because OpenMP threads spin-wait for each other and lose several-fold when a core is taken;
-    clemcore's backend pins one thread for the same reason. A model large enough to gain from more cores on an
-    idle machine gets them with ``OMP_NUM_THREADS=<cores>``."""
-    if not torch.cuda.is_available() and not os.environ.get("OMP_NUM_THREADS"):
-        torch.set_num_threads(1)
+
+def model_parameters(model_id: str | os.PathLike | None, *, follow_adapter: bool = True) -> int | None:
+    """Parameters in a local model folder's ``*.safetensors`` files, read from their headers (nothing loads); a LoRA
+    adapter folder (``train-sft``'s output) counts the base its ``adapter_config.json`` names, as transformers loads
+    it. None for a hub id, a non-model selector (``programmatic:...``) or a folder without safetensors weights."""
+    folder = Path(model_id) if model_id else None
+    if folder is None or not folder.is_dir():
+        return None
+    if follow_adapter and (folder / "adapter_config.json").is_file() and not (folder / "config.json").is_file():
+        from peft import PeftConfig
+
+        return model_parameters(PeftConfig.from_pretrained(str(folder)).base_model_name_or_path, follow_adapter=False)
+    files = sorted(folder.glob("*.safetensors"))
+    if not files:
+        return None
+    from safetensors import safe_open
+
+    total = 0
+    for file in files:
+        with safe_open(str(file), framework="pt") as handle:
+            for name in handle.keys():
+                total += math.prod(handle.get_slice(name).get_shape())
+    return total
+
+
+def cpu_threads(parameters: int | None, idle_cores: int | None) -> int:
+    """The torch threads of a CPU run (BENCHMARKS.md, "CPU threads by model size and load"): the idle cores for a
+    large model (``LARGE_MODEL_PARAMETERS``), whose forward and backward passes are compute-bound; one thread for a
+    small or unknown model, and on a machine whose cores other processes keep busy (or where that is unknown),
+    because OpenMP threads spin-wait for each other and lose several-fold when a core is taken: issue 13's tiny
+    policy, 107.7 s on 2 threads against 21.9 s on 1 beside one busy process; SmolLM2-135M beside other jobs, 2
+    threads against 1: greedy play 5.0x slower, best-of-4 play 2.5x, a LoRA SFT step 2.8x, a DPO step 2.1x
+    (benchmarks/threads.py, 2026-12-06). What 2 threads gain on an idle machine is not measured yet."""
+    if parameters is None or parameters < LARGE_MODEL_PARAMETERS or not idle_cores:
+        return 1
+    return max(1, idle_cores)
+
+
+def usable_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def _loadavg() -> str:
+    return Path("/proc/loadavg").read_text(encoding="ascii")
+
+
+def idle_cores(samples: int = 5, pause: float = 0.02, read=_loadavg) -> int | None:
+    """This process's cores that no other process is running on now: the usable cores, less the threads other
+    processes have runnable (``/proc/loadavg``'s running count less the thread reading it, the median of a few
+    samples: one reading catches passing daemons; ``read`` returns the file's text); None where it is missing.
+    Machine-wide, so on a shared host a busy neighbour counts even off this process's cores: the safe side."""
+    try:
+        running = []
+        for index in range(samples):
+            running.append(int(read().split()[3].split("/")[0]) - 1)
+            if index + 1 < samples:
+                time.sleep(pause)
+    except (OSError, ValueError, IndexError):
+        return None
+    return max(0, min(usable_cores(), (os.cpu_count() or 1) - statistics.median_low(running)))
+
+
+def choose_cpu_threads(model: str | os.PathLike | None = None) -> int:
+    """Set the process's torch threads for a CPU run and return them: ``OMP_NUM_THREADS`` when set (the user's
+    override; a value that is not a positive whole number is a UsageError), else ``cpu_threads`` of the
+    parameters in ``model`` (the local folder of the base weights the run loads; None: a small model's one thread)
+    and the cores idle now. A process-wide setting, so a run decides it once where it starts (``play.run_eval``,
+    ``collect``, the trainers, ``summarize``, ``bench``, the clemcore backend's ``get_model_for``), never a model
+    loader. On CUDA nothing changes."""
+    if torch.cuda.is_available():
+        return torch.get_num_threads()
+    asked = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if asked:
+        if not asked.isdigit() or int(asked) < 1:
+            raise UsageError(f"OMP_NUM_THREADS={asked!r} is not a positive whole number; set it to the CPU threads "
+                             "to use (e.g. OMP_NUM_THREADS=2) or unset it to let playprm choose by the model's size")
+        threads = int(asked)
+    else:
+        parameters = model_parameters(model)
+        threads = cpu_threads(parameters, idle_cores() if parameters is not None else None)
+    torch.set_num_threads(threads)
+    return threads
 
 
 def left_padded(rows: list[list[int]], pad: int, device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -115,8 +115,9 @@ from playprm.play import job, runner, wiring  # what playprm eval imports, clemc
 from playprm.models.hf import HFPolicy
 from playprm.models.registry import resolve_policy
 from playprm.transformers_runtime import choose_cpu_threads
-choose_cpu_threads()  # as run_eval decides them
-HFPolicy(resolve_policy({path!r}))
+spec = resolve_policy({path!r})
+choose_cpu_threads(spec.model_id)  # as run_eval decides them
+HFPolicy(spec)
 """
 
 

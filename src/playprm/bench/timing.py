@@ -90,7 +90,10 @@ def cpu_model() -> str:
 
 
 def usable_cpus() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    # the count the runs' thread choice uses (a lazy import: it imports torch)
+    from playprm.transformers_runtime import usable_cores
+
+    return usable_cores()
 
 
 def machine_info() -> dict:

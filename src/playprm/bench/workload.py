@@ -268,12 +268,12 @@ def episode_tasks(run_dir: Path, limit: int | None, games: list[str] | None = No
 
 
 @contextlib.contextmanager
-def started_episodes(limit: int):
-    """Episodes of the built-in games (``limit`` instances per experiment) started up to their first policy
-    turn; nothing is written. The games' benchmarks are closed on exit."""
+def started_episodes(limit: int, games: list[str] | None = None):
+    """Episodes of the built-in ``games`` (default ``GAMES``; ``limit`` instances per experiment) started up to
+    their first policy turn; nothing is written. The games' benchmarks are closed on exit."""
     from playprm.episode import Episode
 
-    tasks, benchmarks = episode_tasks(Path("unused-run-dir"), limit)
+    tasks, benchmarks = episode_tasks(Path("unused-run-dir"), limit, games)
     try:
         yield [Episode.start(task, "bench", "bench", {}) for task in tasks]
     finally:
@@ -281,9 +281,10 @@ def started_episodes(limit: int):
             benchmark.close()
 
 
-def game_contexts(count: int, limit: int = 2) -> list[list[dict]]:
-    """The first policy turn of built-in game episodes (``limit`` per experiment), cycled to ``count`` contexts."""
-    with started_episodes(limit) as episodes:
+def game_contexts(count: int, limit: int = 2, games: list[str] | None = None) -> list[list[dict]]:
+    """The first policy turn of built-in game episodes (``limit`` per experiment, of ``games``, default
+    ``GAMES``), cycled to ``count`` contexts."""
+    with started_episodes(limit, games) as episodes:
         contexts = [e.pending.context for e in episodes if e.pending is not None]
     return [contexts[i % len(contexts)] for i in range(count)]
 

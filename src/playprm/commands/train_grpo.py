@@ -36,12 +36,11 @@ def run(args) -> int:
     from playprm.train.recipe import prepare_run
     from playprm.transformers_runtime import choose_cpu_threads
 
-    choose_cpu_threads()  # once per run, before the model loads
-
     explicit = {"game": args.game, "games_dir": str(args.games_dir) if args.games_dir else None,
                 "limit": args.limit}
     config, start, _ = prepare_run(args, GRPOTrainingConfig, "train-grpo", explicit, resolve=resolve_start_policy,
                                    needed=("model",))
+    choose_cpu_threads(start.base.model_id)  # once per run, by the base's size, before it loads
     metrics = train_grpo(config, start, resume=args.resume)
     if config.process_index == 0:
         what = "model" if config.full_weights else "adapter"

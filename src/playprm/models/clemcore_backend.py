@@ -14,17 +14,23 @@ from clemcore.backends import Backend
 from clemcore.backends.model_registry import BatchGenerativeModel, ModelSpec
 
 
+def policy_spec(model_spec: ModelSpec):
+    """The playprm ``PolicySpec`` of a clemcore registry entry (nothing loads)."""
+    from playprm.models.registry import spec_from_entry
+
+    entry = {k: v for k, v in model_spec.to_dict().items() if k != "lookup_source"}
+    entry["backend"] = "playprm"
+    return spec_from_entry(entry, getattr(model_spec, "lookup_source", "clemcore"))
+
+
 class PlayprmModel(BatchGenerativeModel):
     """clemcore Model over a playprm Policy; batches with ``clem run -b N``."""
 
     def __init__(self, model_spec: ModelSpec):
         super().__init__(model_spec)
         from playprm.models import load_policy
-        from playprm.models.registry import spec_from_entry
 
-        entry = {k: v for k, v in model_spec.to_dict().items() if k != "lookup_source"}
-        entry["backend"] = "playprm"
-        self.policy = load_policy(spec_from_entry(entry, getattr(model_spec, "lookup_source", "clemcore")))
+        self.policy = load_policy(policy_spec(model_spec))
 
     def generate_batch_response(self, batch_messages):
         temperature = float(self.get_gen_arg("temperature") or 0.0)
@@ -47,5 +53,5 @@ class PlayprmBackend(Backend):
         """clem run's entry into playprm: its CPU threads decided, as a playprm run decides them, then the model."""
         from playprm.transformers_runtime import choose_cpu_threads
 
-        choose_cpu_threads()
+        choose_cpu_threads(policy_spec(model_spec).model_id)
         return PlayprmModel(model_spec)

