@@ -303,7 +303,9 @@ LEARNED = (("dpo-greedy", "SFT + DPO, greedy"), ("grpo-greedy", "GRPO, greedy"),
 # training stages whose seconds a learned row's cost counts, by the row suffix's method (the stage names of
 # pipeline.small and pipeline.smol end in the policy's kind)
 TRAINING_STAGES = {"dpo": ("collect weak", "pref-data", "train-dpo"), "grpo": ("train-grpo",),
-                   "wsft": ("collect weak", "sft-data wsft", "train-wsft"), "round2": ("round 2",)}
+                   "wsft": ("collect weak", "sft-data wsft", "train-wsft"), "round2": ("round 2",),
+                   "prm": ("collect policy", "prm-data", "train-prm")}
+SHARED_STAGES = ("collect policy", "prm-data", "train-prm", "round 2")  # one run serves both policies
 
 
 def kind_of(row: dict) -> str | None:
@@ -346,7 +348,7 @@ def glance(rows: list[dict], paired: list[dict], stages: dict) -> list[dict]:
             row = by_name[difference["a"]]
             method_key = suffix.split("-", 1)[0]
             seconds = sum(v for k, v in stages.items() if k.startswith(TRAINING_STAGES.get(method_key, ("-",)))
-                          and k.endswith(kind))
+                          and (k.endswith(kind) or k.startswith(SHARED_STAGES)))
             record.update(best=difference["a"], method=method, difference=difference["difference"],
                           ci=difference["ci"], tokens=row.get("generated_tokens_per_episode"),
                           training_seconds=round(seconds, 1) if seconds else None,
@@ -368,7 +370,8 @@ def _glance_table(records: list[dict]) -> str:
         [[r["policy"], f"{number(r['greedy'])} [{number(r['greedy_ci'][0])}, {number(r['greedy_ci'][1])}]",
           f"{r['best']} ({r['method']})" if r.get("best") else "none run", diff(r) if r.get("best") else "",
           f"{100 * r['share']:.0f} %" if r.get("share") is not None else "", diff(r["room"]),
-          (f"{number(r.get('tokens'), 0)}, " + (f"{r['training_seconds']:.0f}" if r.get("training_seconds") else "0"))
+          (f"{number(r.get('tokens'), 0)}, " + (f"{r['training_seconds']:.0f}" if r.get("training_seconds")
+                                                  else "not recorded"))
           if r.get("best") else ""] for r in records])
 
 
