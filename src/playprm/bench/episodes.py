@@ -19,7 +19,7 @@ from pathlib import Path
 from playprm.bench import workload
 from playprm.bench.report import Figure, Goal, ratio, seconds
 from playprm.bench.timing import alternate
-from playprm.results.layout import COST_FILE, INTERACTIONS_FILE, result_files
+from playprm.results.layout import COST_FILE, INTERACTIONS_FILE, SCORES_FILE, result_files
 
 CLEM_MODEL = "bench-tiny-hf"
 
@@ -34,6 +34,14 @@ def replies(run_root: Path) -> dict[str, list[str]]:
             str(event["action"].get("content", "")).strip() for event in itertools.chain.from_iterable(turns)
             if event.get("from", "").startswith("Player") and event.get("to") == "GM"]
     return found
+
+
+def episode_scores(run_root: Path) -> dict[str, str]:
+    """``game/experiment/instance`` -> the episode's ``episode scores`` from scores.json, as sorted JSON text (so
+    NaN, which clemcore writes for an aborted episode, compares equal to NaN)."""
+    return {"/".join(path.parent.parts[-3:]): json.dumps(json.loads(path.read_text(encoding="utf-8"))
+                                                         .get("episode scores", {}), sort_keys=True)
+            for path in result_files(Path(run_root), SCORES_FILE)}
 
 
 def same_replies(ours: dict[str, list[str]], theirs: dict[str, list[str]]) -> int:
@@ -89,24 +97,27 @@ def eval_config(policy_model: str, results_dir: Path, *, limit: int | None, max_
 
 
 def playprm_eval_process(models: workload.ModelPair, runs: Runs, *, games: list[str], limit: int | None,
-                         max_tokens: int, threads: int | None = None, label: str = "playprm") -> float:
-    """``playprm eval`` as a user runs it, in its own process (default threads unless ``threads``); returns its
-    wall seconds."""
+                         max_tokens: int, threads: int | None = None, label: str = "playprm",
+                         extra: list[str] = (), cwd: Path | None = None) -> float:
+    """``playprm eval`` as a user runs it, in its own process (default threads unless ``threads``; ``extra``: more
+    arguments, such as ``--games-dir`` and ``-i``; ``cwd``: where it runs, for games that write files there);
+    returns its wall seconds."""
     argv = [sys.executable, "-m", "playprm", "eval", "--policy-model", str(Path(models.policy).resolve()),
             "--max-tokens", str(max_tokens), "--results-dir", str(runs.new(label).resolve())]
     argv += [arg for game in games for arg in ("--game", game)]
     if limit is not None:
         argv += ["--limit", str(limit)]
-    return _timed(argv, env=workload.user_env(threads))
+    return _timed([*argv, *extra], env=workload.user_env(threads), cwd=cwd)
 
 
-def clem_run_process(workspace: Path, runs: Runs, *, games: list[str], batch_size: int, max_tokens: int) -> float:
+def clem_run_process(workspace: Path, runs: Runs, *, games: list[str], batch_size: int, max_tokens: int,
+                     model: str = CLEM_MODEL, extra: list[str] = ()) -> float:
     """``clem run -g <games> -m <model> -b <batch size>`` in its own process, from the workspace whose registries
-    name the same model and games; returns its wall seconds. clem run has no instance limit: it plays every
-    instance of the games."""
+    name the same model and games (``extra``: more arguments, such as ``-i``); returns its wall seconds. clem run
+    has no instance limit: it plays every instance of the games (or of the file ``-i`` names)."""
     clem = Path(sys.executable).with_name("clem")
-    argv = [str(clem), "run", "-g", *games, "-m", CLEM_MODEL, "-b", str(batch_size), "-l", str(max_tokens),
-            "-t", "0.0", "-r", str(runs.new(f"clem-b{batch_size}").resolve())]
+    argv = [str(clem), "run", "-g", *games, "-m", model, "-b", str(batch_size), "-l", str(max_tokens),
+            "-t", "0.0", "-r", str(runs.new(f"clem-b{batch_size}").resolve()), *extra]
     return _timed(argv, cwd=workspace, env=workload.user_env())
 
 

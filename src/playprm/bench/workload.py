@@ -313,8 +313,9 @@ def long_context(tokenizer, target_tokens: int, offset: int = 0) -> list[dict]:
     return messages + [{"role": "user", "content": " ".join(words)}]
 
 
-def write_clem_workspace(directory: Path, name: str, policy_dir: Path, tokenizer) -> Path:
-    """A folder from which clemcore's runner finds the built-in games and ``name`` as a huggingface_local model.
+def write_clem_workspace(directory: Path, name: str, policy_dir: Path, tokenizer, games_dir: Path | None = None) -> Path:
+    """A folder from which clemcore's runner finds the built-in games (and ``games_dir``'s first) and ``name`` as a
+    huggingface_local model.
 
     The entry follows clemcore's packaged Qwen entries: ``eos_to_cull`` is required by its huggingface_local
     backend (a missing one fails every reply with KeyError 'eos_to_cull'), padding on the left.
@@ -322,7 +323,7 @@ def write_clem_workspace(directory: Path, name: str, policy_dir: Path, tokenizer
     from playprm.games.registry import write_game_registry
 
     directory.mkdir(parents=True, exist_ok=True)
-    write_game_registry(directory)
+    write_game_registry(directory, games_dir)
     entry = {"model_name": name, "backend": "huggingface_local", "huggingface_id": str(Path(policy_dir).resolve()),
              "model_config": {"premade_chat_template": True, "padding_side": "left",
                               "eos_to_cull": re.escape(chat.end_of_turn_text(tokenizer))}}
