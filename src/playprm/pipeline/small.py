@@ -215,7 +215,7 @@ class SmallPreset:
         steps += [(f"validation report {kind}", ["report", "--compare", w(f"validation/{kind}-greedy"),
                                                  w(f"validation/{kind}-prm-bon4"), "--paired", f"{kind}-prm-bon4",
                                                  f"{kind}-greedy", "--out", w(f"validation/{kind}")])
-                  for kind in (("sft", "weak") if self.weak_policy else ("sft",))]
+                  for kind in self.kinds()]
         steps += [(f"eval {row.name}", ["eval", "--policy-model", policies[row.policy], *row.flags, *eval_common,
                                         "--results-dir", w(f"results/{row.name}")])
                   for row in self.rows(w("prm"), w("validation"))]

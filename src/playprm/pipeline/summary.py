@@ -268,8 +268,9 @@ def write_results(workdir: Path, *, command: str, seed: int, pairs: list[tuple[s
     stages = json.loads((workdir / STAGE_FILE).read_text()) if (workdir / STAGE_FILE).is_file() else {}
     switches = {r["name"]: switch_outcomes(workdir, r["name"]) for r in rows if r.get("selection") == "anchored"
                 and r.get("policy") == "sft"}
-    for name, share in room_shares(rows).items():
-        next(r for r in rows if r["name"] == name)["room_share"] = share
+    shares = room_shares(rows)
+    for row in rows:
+        row["room_share"] = shares[row["name"]]
     document = {"title": title, "about": list(about), "command": command, "seed": seed, "rows": rows, "paired": [d.as_dict() for d in paired],
                 "switches": switches, "prm": prm, "stage_seconds": stages, "versions": _versions()}
     document["glance"] = glance(rows, document["paired"], stages)
