@@ -144,6 +144,9 @@ def test_interrupted_grpo_resumes_to_the_weights_of_an_uninterrupted_run(card_mo
     (["--reward", "clemscore"], "--reward clemscore is not one of main-score, success"),
     (["--effective-batch-size", "64", "--per-device-train-batch-size", "8"], "more than the 8 (instance, player) rows"),
     (["--advantage", "turn"], "--advantage turn is not one of episode"),
+    (["--prm-path", "no-such-prm"], "--prm-path no-such-prm is not a directory"),
+    (["--prm-path", "no-such-prm", "--advantage", "tree"], "--prm-path shapes the episode advantage"),
+    (["--prm-lambda", "2"], "--prm-lambda must be in [0, 1], not 2"),
 ])
 def test_bad_inputs_are_one_line_errors_before_any_model_loads(extra, expected, card_models, tmp_path, capsys,
                                                                no_model_loading):
@@ -237,5 +240,105 @@ def test_tree_grpo_trains_from_per_token_advantages(card_models, tmp_path, one_c
                           "1e-2", game="relay") == 0
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["advantage"] == "tree" and metrics["global_step"] == 2 and len(rewards(out)) == 2
+    lora_b = [v for k, v in load_file(out / "adapter_model.safetensors").items() if "lora_B" in k]
+    assert lora_b and any(v.abs().sum() > 0 for v in lora_b)  # LoRA B starts at 0: the advantages moved it
+
+
+def test_shaped_advantages_telescope_to_the_outcome_against_the_prms_value_before_each_reply():
+    from playprm.train.grpo_rollout import shaped_advantages
+
+    values, reward, start = [0.2, 0.7, 0.4], 1.0, 0.5
+    # λ = 1: Σ_{j ≥ t} F_j = reward − Φ(before t); the first reply's is GRPO's (the outcome against the mean)
+    assert shaped_advantages(values, reward, start, 1.0) == pytest.approx([1.0 - 0.5, 1.0 - 0.2, 1.0 - 0.7])
+    # λ = 0: each reply's change of the PRM's value; the last is paid the outcome (the end's potential is 0)
+    assert shaped_advantages(values, reward, start, 0.0) == pytest.approx([0.2 - 0.5, 0.7 - 0.2, 1.0 - 0.7])
+    assert shaped_advantages(values, reward, start, 0.5)[1] == pytest.approx((0.7 - 0.2) + 0.5 * (1.0 - 0.7))
+    # a potential shifts no episode's return: summed over the replies (λ = 1 at the first), only the outcome moves
+    assert shaped_advantages([0.9, 0.1], 0.0, 0.3, 1.0)[0] == pytest.approx(shaped_advantages([0.1, 0.9], 0.0, 0.3, 1.0)[0])
+
+
+class TextScorer:
+    """A PRM stand-in whose value of a reply is a function of its text; keeps what it was asked."""
+
+    def __init__(self):
+        self.seen = []
+
+    def value(self, text: str) -> float:
+        return (sum(map(ord, text)) % 97) / 97
+
+    def score(self, contexts, candidates):
+        self.seen += [(context, group[0]) for context, group in zip(contexts, candidates)]
+        return [[self.value(group[0])] for group in candidates]
+
+
+def test_prm_shaping_gives_each_trained_reply_its_own_advantage(card_models, tmp_path, one_cpu_thread):
+    """--prm-path: every policy turn is scored in the context its player saw; each of the row player's replies
+    carries (outcome − the value before it) over the group's spread, the first reply exactly GRPO's advantage,
+    and nothing else in the row carries any."""
+    import statistics
+
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from playprm.models.base import PolicySpec
+    from playprm.models.hf import HFPolicy
+    from playprm.play.job import load_benchmarks, prepare_games
+    from playprm.train.grpo_rollout import RolloutSettings, Shaping, TokenChain, play_groups, row_specs
+
+    model_dir = card_models["policy"]
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    policy = RecordingPolicy(HFPolicy(PolicySpec("p", "hf", str(model_dir)),
+                                      model=AutoModelForCausalLM.from_pretrained(model_dir), tokenizer=tokenizer))
+    entries, instances = prepare_games(["relay"], False, write_relay(tmp_path / "games", instances=1), None)
+    first, second = row_specs(entries, instances)
+    scorer = TextScorer()
+    out = play_groups([first] * 4 + [second] * 4, policy, TokenChain(tokenizer, {}),
+                      RolloutSettings(1.0, 3, "main-score"), tmp_path / "rollouts", load_benchmarks(entries)[0],
+                      seed=0, shaping=Shaping(scorer, lam=1.0), group_size=4)
+    assert len(scorer.seen) == 8 * 6  # six policy turns an episode, both players', each scored once, in row order
+    assert all(context[-1]["role"] == "user" for context, _ in scorer.seen)
+    for group in (range(0, 4), range(4, 8)):
+        rewards = [out["episode_reward"][i] for i in group]
+        mean, spread = sum(rewards) / 4, statistics.stdev(rewards)
+        scale = (spread if spread > 1e-9 else statistics.stdev(out["episode_reward"])) + 1e-4
+        for i, reward in zip(group, rewards):
+            values = [scorer.value(text) for _, text in scorer.seen[6 * i:6 * i + 6]]
+            before = [mean, *values[:-1]]
+            mine = range(0, 6, 2) if i < 4 else range(1, 6, 2)  # the row player's turns among the six
+            expected = [(reward - before[t]) / scale for t in mine]  # λ = 1: the outcome against the value before
+            mask, advantages = out["env_mask"][i], out["token_advantages"][i]
+            assert all(a == 0.0 for a, m in zip(advantages, mask) if not m)
+            starts = [k for k, m in enumerate(mask) if m and (k == 0 or not mask[k - 1])]
+            assert [advantages[k] for k in starts] == pytest.approx(expected, abs=1e-5)
+            if i < 4:  # the first reply answers the game's opening: GRPO's own advantage
+                assert advantages[0] == pytest.approx((reward - mean) / scale, abs=1e-5)
+
+
+def test_a_prm_of_another_tokenizer_is_a_one_line_error_before_any_model_loads(card_models, tmp_path, capsys,
+                                                                              no_model_loading):
+    from transformers import AutoTokenizer
+
+    prm = tmp_path / "prm"
+    shutil.copytree(card_models["prm"], prm)
+    other = AutoTokenizer.from_pretrained(prm)
+    other.add_tokens(["<another-vocabulary>"])
+    other.save_pretrained(prm)
+    code = train_grpo_cli(card_models["policy"], write_firstletter(tmp_path / "games"), tmp_path / "out",
+                          "--prm-path", str(prm))
+    error = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in error and "is not the policy's" in error and str(prm) in error
+    assert not (tmp_path / "out").exists()
+
+
+def test_grpo_with_a_prm_trains_from_the_shaped_advantages(tiny_models, tmp_path, one_cpu_thread):
+    from safetensors.torch import load_file
+
+    out = tmp_path / "shaped"
+    assert train_grpo_cli(tiny_models["policy"], write_relay(tmp_path / "games", instances=2), out, "--prm-path",
+                          str(tiny_models["prm"]), "--prm-lambda", "0.5", "--max-steps", "2", "--max-tokens", "3",
+                          "--effective-batch-size", "8", "--lora-r", "4", "--lora-alpha", "8", "--learning-rate",
+                          "1e-2", game="relay") == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["prm_path"] == str(tiny_models["prm"].resolve()) and metrics["prm_lambda"] == 0.5
+    assert metrics["global_step"] == 2 and len(rewards(out)) == 2
     lora_b = [v for k, v in load_file(out / "adapter_model.safetensors").items() if "lora_B" in k]
     assert lora_b and any(v.abs().sum() > 0 for v in lora_b)  # LoRA B starts at 0: the advantages moved it

@@ -212,8 +212,9 @@ def throughput(mt: workload.Multiturn, work: Path, *, limit: int | None = None, 
     notes = [
         f"Greedy replies identical, turn for turn, on {same_replies(ours_replies, best_replies)} of "
         f"{len(ours_replies)} episodes (playprm against {best}); clemcore wrote {len(best_replies)} episodes.",
-        "Both sides run with their default torch threads (playprm: one thread unless OMP_NUM_THREADS is set; "
-        "clemcore's loader sets one) and without the suite's OMP_WAIT_POLICY.",
+        "Both sides run with their default torch threads (playprm: `choose_cpu_threads`, the idle cores for a "
+        "model of 50M parameters or more, else one, OMP_NUM_THREADS overriding; clemcore's loader sets one) and "
+        "without the suite's OMP_WAIT_POLICY.",
         "clemcore's huggingface_local entry needs `eos_to_cull` in model_config (its packaged Qwen entries have "
         "it); without it every reply fails with KeyError 'eos_to_cull'. The workspace entry sets it.",
         f"Multi-turn workload: {mt.how_made()}",

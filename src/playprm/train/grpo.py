@@ -39,13 +39,37 @@ def select_rows(config):
     return entries, rows
 
 
+def check_prm(prm_path: str | None, tokenizer) -> None:
+    """``--prm-path``: a PRM folder whose tokenizer is the policy's; UsageError otherwise, before any model loads.
+
+    A PRM reads the replies as its own tokenizer splits them. One of another tokenizer was trained on another
+    model family's replies (or it is another run's folder, given by mistake), and its values of this policy's
+    text were never measured; playprm's PRMs are trained on the policy's own backbone (train-prm --model)."""
+    if prm_path is None:
+        return
+    from transformers import AutoTokenizer
+
+    from playprm.prm.model import read_prm_config
+
+    read_prm_config(prm_path)
+    try:
+        theirs = AutoTokenizer.from_pretrained(prm_path)
+    except (OSError, ValueError) as error:
+        raise UsageError(f"--prm-path {prm_path}: its tokenizer does not load ({str(error).splitlines()[0]}); "
+                         "give a folder written by train-prm") from None
+    if theirs.get_vocab() != tokenizer.get_vocab():
+        raise UsageError(f"--prm-path {prm_path}: its tokenizer ({len(theirs)} tokens) is not the policy's "
+                         f"({len(tokenizer)} tokens); give a PRM trained on the policy's model (train-prm --model)")
+
+
 def rollout_function(config, rows, entries, tokenizer, template_kwargs, base, announce=print):
     """``rollout_func(prompts, trainer)`` for TRL: plays the rows named by ``prompts`` with the trainer's
-    current model (no gradient, eval mode) and returns their token rows (``grpo_rollout.play_groups``)."""
+    current model (no gradient, eval mode) and returns their token rows (``grpo_rollout.play_groups``); with
+    ``config.prm_path``, the PRM's values shape each reply's advantage (``grpo_rollout.Shaping``)."""
     from playprm.models.base import PolicySpec
     from playprm.models.hf import HFPolicy
     from playprm.play.job import load_benchmarks
-    from playprm.train.grpo_rollout import RolloutSettings, TokenChain, play_groups, play_trees
+    from playprm.train.grpo_rollout import RolloutSettings, Shaping, TokenChain, play_groups, play_trees
 
     by_key = {row.key: row for row in rows}
     benchmarks, broken = load_benchmarks(entries)
@@ -57,6 +81,14 @@ def rollout_function(config, rows, entries, tokenizer, template_kwargs, base, an
                                batch_size=config.rollout_batch_size)
     spec = PolicySpec(name="policy", backend="hf", model_id=base.model_id, chat_template_kwargs=template_kwargs)
     results_dir = Path(config.output_dir) / ROLLOUTS_FOLDER
+    shaping = None
+    if config.prm_path:
+        from playprm.prm.scorer import PRMScorer
+
+        # each rollout's episodes are new: no context state to carry from one scoring call to the next
+        scorer = PRMScorer.from_path(config.prm_path)
+        scorer.prefix_store = None
+        shaping = Shaping(scorer, lam=config.prm_lambda, scale_rewards=config.scale_rewards)
 
     def rollout(prompts, trainer):
         model = trainer.accelerator.unwrap_model(trainer.model)
@@ -69,7 +101,8 @@ def rollout_function(config, rows, entries, tokenizer, template_kwargs, base, an
                 return play_trees(specs, policy, chain, settings, results_dir, benchmarks, seed=seed,
                                   group_size=config.num_generations,
                                   branch_factor=config.branch_factor or config.num_generations)
-            return play_groups(specs, policy, chain, settings, results_dir, benchmarks, seed=seed)
+            return play_groups(specs, policy, chain, settings, results_dir, benchmarks, seed=seed, shaping=shaping,
+                               group_size=config.num_generations)
         finally:
             model.train(was_training)
 
@@ -78,7 +111,7 @@ def rollout_function(config, rows, entries, tokenizer, template_kwargs, base, an
 
 def token_advantage_trainer(trainer_class):
     """``trainer_class`` (TRL's ``GRPOTrainer``) taking per-token advantages from the rollout (``--advantage
-    tree``). TRL computes one advantage per row, shape (B,), from the row rewards; a tree gives each reply its
+    tree``, ``--prm-path``). TRL computes one advantage per row, shape (B,), from the row rewards; a tree gives each reply its
     own (the subtree's against its siblings'), so the rows' ``token_advantages`` replace it as (B, T), which
     TRL's loss accepts from subclasses."""
     import torch
@@ -117,6 +150,7 @@ def train_grpo(config, start: StartPolicy, *, resume: bool = False, callbacks=()
     checkpoint = checkpoint_to_resume(output_dir, resume)
     base = import_gguf_base(start.base, config, announce)
     tokenizer = load_tokenizer(base)
+    check_prm(config.prm_path, tokenizer)
     template_kwargs = base.template_kwargs(config.chat_template_kwargs)
     games = sorted({row.game for row in rows})
     if config.process_index == 0:
@@ -126,7 +160,8 @@ def train_grpo(config, start: StartPolicy, *, resume: bool = False, callbacks=()
 
     model, peft_config = load_start_policy(AutoModelForCausalLM, base, start.adapter, config)
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is experimental in TRL 1.16: pinned <2
-    trainer_class = token_advantage_trainer(GRPOTrainer) if config.advantage == "tree" else GRPOTrainer
+    per_token = config.advantage == "tree" or config.prm_path is not None
+    trainer_class = token_advantage_trainer(GRPOTrainer) if per_token else GRPOTrainer
     trainer = (full_weight_trainer(trainer_class) if config.full_weights else trainer_class)(
         model=model,
         reward_funcs=episode_reward,
@@ -151,6 +186,8 @@ def train_grpo(config, start: StartPolicy, *, resume: bool = False, callbacks=()
         "reward": config.reward,
         "advantage": config.advantage,
         "branch_factor": config.branch_factor,
+        "prm_path": str(Path(config.prm_path).resolve()) if config.prm_path else None,
+        "prm_lambda": config.prm_lambda if config.prm_path else None,
         "num_generations": config.num_generations,
         "beta": config.beta,
         "start": str(start.adapter or base.model_id),

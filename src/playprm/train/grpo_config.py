@@ -29,6 +29,12 @@ class GRPOTrainingConfig(ModelCardArguments, GRPOConfig):
             advantage is its subtree's mean reward against its siblings', the replies to the identical state).
         branch_factor: ``tree`` only: copies a state is forked into at a trained turn while the group's G leaves
             last (none: all G at the first trained turn, so the group shares that state).
+        prm_path: a PRM folder (train-prm; a PRM of the policy's own tokenizer): its values of the policy's
+            replies shape the reward turn by turn as potentials (``grpo_rollout.shaped_advantages``), each reply
+            trained with its own advantage. ``episode`` advantage only.
+        prm_lambda: ``prm_path`` only: λ of the replies' λ-returns of the shaped rewards, in [0, 1]. 1 (the
+            default): the outcome against the PRM's value of the state a reply answered (unbiased); 0: each
+            reply's change of the PRM's value alone (dense, as right as the PRM).
         max_tokens: tokens per reply (eval's ``--max-tokens``; TRL's ``max_completion_length`` is not applied to
             a rollout).
         rollout_batch_size: episodes in flight in one rollout (one generation call per turn for all of them).
@@ -49,6 +55,8 @@ class GRPOTrainingConfig(ModelCardArguments, GRPOConfig):
     reward: str = "main-score"
     advantage: str = "episode"
     branch_factor: int | None = None
+    prm_path: str | None = None
+    prm_lambda: float = 1.0
     max_tokens: int = field_defaults(EvalConfig)["max_tokens"]
     rollout_batch_size: int = 64
 
@@ -77,6 +85,11 @@ class GRPOTrainingConfig(ModelCardArguments, GRPOConfig):
                 raise ValueError(f"--{name.replace('_', '-')} must be at least 1, not {getattr(self, name)}")
         if self.branch_factor is not None and (self.branch_factor < 2 or self.advantage != "tree"):
             raise ValueError(f"--branch-factor {self.branch_factor}: give at least 2, with --advantage tree")
+        if self.prm_path is not None and self.advantage != "episode":
+            raise ValueError(f"--prm-path shapes the episode advantage; it does not combine with --advantage "
+                             f"{self.advantage}")
+        if not 0.0 <= self.prm_lambda <= 1.0:
+            raise ValueError(f"--prm-lambda must be in [0, 1], not {self.prm_lambda}")
         if self.limit is not None and self.limit < 1:
             raise ValueError(f"--limit must be at least 1, not {self.limit}")
         if self.activation_checkpointing is None:

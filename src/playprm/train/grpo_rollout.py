@@ -26,6 +26,10 @@ The reward of a row is the episode's outcome for the game (``REWARDS``), read fr
 wrote into the episode folder; an episode that errored or was aborted earns 0 (clemcore scores an aborted
 episode's Main Score NaN and counts it as not played). A row whose player never got a turn (the game ended
 before it) trains nothing and has no reward (TRL leaves it out of its group's baseline).
+
+With a PRM (``--prm-path``, ``Shaping``) the episode's reward is shaped turn by turn by potentials
+(``shaped_advantages``): the PRM's value of each policy reply, every player's, is the potential of the state it
+leads to, and each of the row player's replies is trained with its own advantage instead of the row's one.
 """
 
 from __future__ import annotations
@@ -173,6 +177,7 @@ def turn_player(policy, chain: TokenChain, settings: RolloutSettings, seed: int)
                                       max_tokens=settings.max_tokens, seed=seed * 100_003 + calls[0])
         for episode, (candidate,) in zip(pending, outputs):
             player = episode.pending.player
+            episode.tags["log"].append((player, episode.pending.context, candidate.text))
             row = episode.tags["rows"][player]
             if player == episode.tags["trained"]:
                 episode.tags["turns"].append((len(row.completion_ids), len(row.completion_ids) + len(candidate.token_ids),
@@ -193,7 +198,8 @@ def note_trained_player(episode) -> None:
     """Name the player the episode's row trains (``tags["spec"].player_index`` in the game master's order) and
     start its bookkeeping."""
     names = [p.name for p in episode.game_master.get_players()]
-    episode.tags.update(trained=names[min(episode.tags["spec"].player_index, len(names) - 1)], turns=[], rows={})
+    episode.tags.update(trained=names[min(episode.tags["spec"].player_index, len(names) - 1)], turns=[], rows={},
+                        log=[])  # log: (player, context, reply text) of every policy turn, for --prm-path
 
 
 def _fresh_run_dir(results_dir: Path) -> Path:
@@ -245,14 +251,16 @@ class RolloutRows:
 
 
 def play_groups(specs: list[RowSpec], policy, chain: TokenChain, settings: RolloutSettings, results_dir: Path,
-                benchmarks: dict, *, seed: int, progress: bool = False) -> dict:
+                benchmarks: dict, *, seed: int, progress: bool = False, shaping: Shaping | None = None,
+                group_size: int | None = None) -> dict:
     """Play one episode per entry of ``specs`` (TRL's batch: each row repeated G times in a row) with ``policy``
     (an ``HFPolicy`` on the model being trained) and return ``rollout_func``'s dict: ``prompt_ids``,
     ``completion_ids``, ``env_mask``, ``logprobs`` (None: no importance-sampling correction without vLLM) and the
     extra keys the reward function and the logs read: ``episode_reward`` (None where the player never played),
     ``trained_share`` (env_mask 1 over the row's completion tokens), ``cut_replies`` and ``token_advantages``
-    (zeros: episode-level GRPO leaves the advantage to TRL). The episodes are written to ``results_dir``
-    (replaced), clemcore's layout."""
+    (zeros: episode-level GRPO leaves the advantage to TRL; with ``shaping``, each trained token's advantage
+    from the PRM's potentials, ``group_size`` consecutive rows being one group). The episodes are written to
+    ``results_dir`` (replaced), clemcore's layout."""
     from playprm.play import runner
 
     run_dir = _fresh_run_dir(results_dir)
@@ -273,10 +281,12 @@ def play_groups(specs: list[RowSpec], policy, chain: TokenChain, settings: Rollo
                 batch_size=settings.batch_size, progress=progress)
     rewards = _rewards(run_dir, settings.reward)
     rows = RolloutRows(chain.tokenizer.eos_token_id or 0)
-    for task in tasks:
-        episode = episodes.get(task.episode_dir)
+    played = [episodes.get(task.episode_dir) for task in tasks]
+    values = [rewards.get(task.episode_dir.resolve(), 0.0) for task in tasks]
+    tokens = shaping.token_advantages(played, values, group_size) if shaping is not None else [None] * len(tasks)
+    for episode, value, token_advantages in zip(played, values, tokens):
         tags = episode.tags if episode is not None else {}
-        rows.add(tags.get("rows", {}).get(tags.get("trained")), rewards.get(task.episode_dir.resolve(), 0.0))
+        rows.add(tags.get("rows", {}).get(tags.get("trained")), value, token_advantages)
     return rows.out
 
 
@@ -368,6 +378,84 @@ def tree_advantages(paths: list[list[int]], values: list[float]) -> list[list[fl
         advantage[node] = 0.0 if std < 1e-9 else (value_of[node] - mean) / (std + 1e-4)
     return [[advantage[tuple(path[:k + 1])] / len(under[tuple(path[:k + 1])]) for k in range(len(path))]
             for path in paths]
+
+
+def shaped_advantages(values: list[float], reward: float, start: float, lam: float) -> list[float]:
+    """The advantage of each policy reply of one episode under potential-based shaping (Ng, Harada and Russell,
+    1999), ``values[t]`` being the PRM's value of reply t (the potential of the state it leads to).
+
+    Reply t is rewarded ``F_t = Φ(after t) − Φ(before t)``, where the potential before the first reply is
+    ``start`` (the group's mean outcome: every episode of a group starts from the same state, so this is the
+    GRPO baseline), before a later reply it is the previous reply's value, and after the last reply the game has
+    ended: its potential is 0 and the episode's ``reward`` is paid instead. A reply's advantage is its
+    λ-return of these rewards, ``A_t = Σ_{j ≥ t} λ^(j − t) F_j``. With λ = 1 the sum telescopes to ``reward −
+    Φ(before t)``: the outcome against the PRM's value of the state the reply answered, an unbiased advantage
+    whatever the PRM (a potential changes no return's ranking, so the optimal policy is unchanged), and for the
+    first reply exactly GRPO's. With λ < 1 later outcomes count less and the PRM's values more (denser, biased
+    by the PRM's errors); λ = 0 trains each reply on the PRM's change of value alone, the last on the outcome.
+    """
+    before = [start, *values[:-1]]
+    advantages, running = [0.0] * len(values), 0.0
+    for t in reversed(range(len(values))):
+        step = (reward if t == len(values) - 1 else values[t]) - before[t]
+        running = step + lam * running
+        advantages[t] = running
+    return advantages
+
+
+@dataclass
+class Shaping:
+    """``--prm-path``: a PRM's values of the policy's replies as the potentials of ``shaped_advantages``.
+
+    ``scorer`` is a ``prm.scorer.PRMScorer`` (``score(contexts, [[reply], ...])``), reading each reply in the
+    context its player saw, as best-of-N reads a candidate. Every policy turn of an episode is scored, the other
+    player's too: in a game of alternating turns, the value after the other player's reply is the potential of
+    the state the row's player answers."""
+
+    scorer: object
+    lam: float = 1.0
+    scale_rewards: str = "group"  # GRPOConfig.scale_rewards: "group", "batch" or "none"
+
+    def token_advantages(self, episodes: list, rewards: list[float], group_size: int) -> list[list[float] | None]:
+        """Per row (an ``Episode`` whose ``tags`` hold the trained player's token row and the turn log, or None),
+        the advantage of each completion token: each of the trained player's replies gets its
+        ``shaped_advantages``, centred by the group's mean outcome and divided by the group's standard deviation
+        of outcomes (TRL's scaling of GRPO's advantage; the batch's where a group's outcomes are all equal, and
+        none with ``scale_rewards`` "none"); game text and other players' tokens get 0. None for a row whose
+        player never played (a placeholder)."""
+        import statistics
+
+        trained = [e is not None and bool(e.tags.get("turns")) for e in episodes]
+        logs = [e.tags["log"] if ok else [] for e, ok in zip(episodes, trained)]
+        flat = [(context, reply) for log in logs for _, context, reply in log]
+        scores = self.scorer.score([c for c, _ in flat], [[r] for _, r in flat]) if flat else []
+        values, offset = [], 0
+        for log in logs:
+            values.append([group[0] for group in scores[offset:offset + len(log)]])
+            offset += len(log)
+        counted = [r for r, ok in zip(rewards, trained) if ok]
+        batch_scale = statistics.stdev(counted) if len(counted) > 1 else 0.0
+        out: list[list[float] | None] = [None] * len(episodes)
+        for first in range(0, len(episodes), group_size):
+            members = [i for i in range(first, min(first + group_size, len(episodes))) if trained[i]]
+            group = [rewards[i] for i in members]
+            if not group:
+                continue
+            scale = statistics.stdev(group) if len(group) > 1 else 0.0
+            scale = 1.0 if self.scale_rewards == "none" else (
+                scale if scale > 1e-9 and self.scale_rewards == "group" else batch_scale)
+            scale = scale if scale > 1e-9 else 1.0  # every outcome of the batch equal: the PRM's values alone
+            start = sum(group) / len(group)
+            for i in members:
+                tags = episodes[i].tags
+                turn_advantages = shaped_advantages(values[i], rewards[i], start, self.lam)
+                mine = [a for (player, _, _), a in zip(logs[i], turn_advantages) if player == tags["trained"]]
+                row = tags["rows"][tags["trained"]]
+                tokens = [0.0] * len(row.completion_ids)
+                for (begin, end, _), advantage in zip(tags["turns"], mine):
+                    tokens[begin:end] = [advantage / (scale + 1e-4)] * (end - begin)
+                out[i] = tokens
+        return out
 
 
 def episode_reward(prompts, completions, episode_reward, trained_share=None, log_metric=None, **kwargs):
