@@ -251,14 +251,17 @@ def test_the_smol_preset_runs_every_stage_and_writes_results(card_models, tmp_pa
     workdir = tmp_path / "work"
     preset = smol.SmolPreset(base=str(card_models["policy"]), train_instances=3, held_out_instances=1,
                              max_tokens=8, sft_steps=1, sft_batch=2, rollout_instances=1, rollout_samples=2,
-                             prm_steps=1, prm_batch=2)
+                             prm_steps=1, prm_batch=2, wsft=True, dpo_instances=1, dpo_steps=1, grpo=True,
+                             grpo_steps=1, grpo_generations=2, grpo_batch=4)
     steps = preset.steps(workdir)
     assert "import-gguf" not in [stage for stage, _ in steps]  # a given base folder is used as it is
     assert run_steps(workdir, steps, parser=build_parser(), done="done") == 0
     assert f"playprm train-sft --model {card_models['policy']}" in capsys.readouterr().out
     results = json.loads((workdir / "results.json").read_text())
     by_name = {row["name"]: row for row in results["rows"]}
-    assert list(by_name) == [row.name for row in preset.grid() if row.policy != "sft-dpo"]  # the DPO row: --dpo only
+    # the DPO row comes with --dpo only; value-weighted SFT and GRPO train the SFT adapter further
+    assert list(by_name) == [row.name for row in preset.grid() if row.policy != "sft-dpo"]
+    assert {"sft-wsft-greedy", "sft-grpo-greedy"} <= set(by_name)
     assert (by_name["sft-prm-anchored-bon4"]["selection"], by_name["sft-oracle-bon4"]["scorer"]) == ("anchored",
                                                                                                     "expert")
     assert all(row["episodes"] == 2 for row in results["rows"])
@@ -349,6 +352,24 @@ def test_wsft_trains_each_policy_on_its_own_rollouts_weighted_by_advantage_and_p
         assert flag(play, "--policy-model") == flag(train, "--output-dir") and "--mode" not in play
     assert {("weak-wsft-greedy", "weak-greedy"), ("weak-wsft-greedy", "weak-dpo-greedy")} <= set(small.PAIRS)
     assert {"sft-wsft-greedy", "weak-wsft-greedy"} <= {row.name for row in small.SmallPreset().grid()}
+
+
+def test_the_smol_presets_wsft_and_grpo_rows_train_the_sft_adapter_further(tmp_path):
+    from playprm.pipeline import smol
+
+    work = tmp_path / "w"
+    plain = dict(smol.SmolPreset(base=str(tmp_path / "base")).steps(work))
+    steps = smol.SmolPreset(base=str(tmp_path / "base"), wsft=True, grpo=True).steps(work)
+    added = dict((stage, argv) for stage, argv in steps if stage not in plain)
+    assert list(added) == ["collect dpo", "sft-data wsft", "train-wsft", "eval sft-wsft-greedy", "train-grpo",
+                           "eval sft-grpo-greedy"]  # DPO's rollouts, without its pairs and training
+    flag = lambda argv, name: argv[argv.index(name) + 1]  # noqa: E731
+    assert flag(added["sft-data wsft"], "--results-dir") == flag(added["collect dpo"], "--results-dir")
+    for train, play in (("train-wsft", "eval sft-wsft-greedy"), ("train-grpo", "eval sft-grpo-greedy")):
+        assert flag(added[train], "--model") == str(work / "sft-policy") and "--full-weights" not in added[train]
+        assert flag(added[play], "--policy-model") == flag(added[train], "--output-dir")
+    assert flag(added["train-grpo"], "--games-dir") == str(work / smol.TRAIN)
+    assert {("sft-wsft-greedy", "sft-greedy"), ("sft-grpo-greedy", "sft-greedy")} <= set(smol.PAIRS)
 
 
 def test_the_smol_preset_plays_96_held_out_episodes_a_row(tmp_path):

@@ -31,13 +31,13 @@ def register(subparsers) -> None:
                         help="small and smol presets: add SFT + DPO greedy rows (preference pairs from the policy's own "
                              "branched rollouts, train-dpo, greedy play), about 17 more minutes on the small preset (2 shared cores)")
     parser.add_argument("--wsft", action="store_true",
-                        help="small preset: add value-weighted SFT greedy rows (every turn of the policy's own "
+                        help="small and smol presets: add value-weighted SFT greedy rows (every turn of the policy's own "
                              "branched rollouts, weighted by its Monte-Carlo advantage, sft-data --weights, "
                              "train-sft, greedy play)")
     parser.add_argument("--grpo", action="store_true",
-                        help="small preset: add GRPO rows (train-grpo of each policy on the training instances, "
-                             "then greedy and PRM best-of-4 play), the longest rows: train-grpo plays 12,800 "
-                             "episodes per policy")
+                        help="small and smol presets: add GRPO rows (train-grpo of each policy on the training "
+                             "instances, then greedy play; small: PRM best-of-4 too), the longest rows: on the small "
+                             "preset train-grpo plays 12,800 episodes per policy")
     parser.set_defaults(func=run, run_log="workdir")  # clembench.log goes into the work directory
 
 
@@ -66,9 +66,8 @@ def run(args) -> int:
 
         if args.rounds != 1:
             raise UsageError("--rounds 2 is a small-preset option; --preset smol runs one round")
-        if args.wsft or args.grpo:
-            raise UsageError("--wsft and --grpo are small-preset options so far; drop them with --preset smol")
-        return run_steps(args.workdir, SmolPreset(seed=args.seed, dpo=args.dpo).steps(args.workdir), parser=parser,
+        preset = SmolPreset(seed=args.seed, dpo=args.dpo, wsft=args.wsft, grpo=args.grpo)
+        return run_steps(args.workdir, preset.steps(args.workdir), parser=parser,
                          done=f"results: {args.workdir / 'RESULTS.md'} and results.json")
     from playprm.pipeline.tiny import tiny_steps
 

@@ -9,6 +9,9 @@ teacher wins (``programmatic:expert``, standing in for the base model's own winn
 LoRA (r 16, alpha 32, all-linear) -> the SFT policy's own sampled rollouts -> PRM (LoRA + scalar head) on the
 SmolLM2 backbone -> the grid on held-out instances: base greedy, SFT greedy, PRM best-of-4 plain (the card's
 argmax) and greedy-anchored, log-probability best-of-4, and the programmatic expert's best-of-4 (an upper bound).
+Opt-in rows train the SFT adapter further: ``--dpo`` (DPO on sibling pairs of its branched rollouts), ``--wsft``
+(value-weighted SFT on every turn of the same rollouts) and ``--grpo`` (train-grpo on the training instances); the
+last two are built and tested on the tiny model, not yet measured on SmolLM2.
 
 Each stage's wall time lands in ``stage_seconds.json`` and RESULTS.md. The 2026-12-04 sizes (24 held-out episodes
 a row, 32 SFT steps) ran in 42 minutes on 2 cores and showed SFT teaching the format, not the game (a probe of 64
@@ -36,7 +39,9 @@ PAIRS = [("sft-greedy", "base-greedy"), ("sft-prm-bon4", "sft-greedy"), ("sft-pr
          ("sft-prm-anchored-bon4", "sft-prm-bon4"), ("sft-prm-bon4", "sft-logprob-bon4"),
          ("sft-prm-anchored-bon4", "sft-logprob-bon4"), ("sft-logprob-bon4", "sft-greedy"),
          ("sft-oracle-bon4", "sft-greedy"),
-         ("sft-dpo-greedy", "sft-greedy"), ("sft-dpo-greedy", "sft-prm-bon4")]  # with --dpo
+         ("sft-dpo-greedy", "sft-greedy"), ("sft-dpo-greedy", "sft-prm-bon4"),  # with --dpo
+         ("sft-wsft-greedy", "sft-greedy"), ("sft-wsft-greedy", "sft-dpo-greedy"),  # with --wsft
+         ("sft-grpo-greedy", "sft-greedy"), ("sft-grpo-greedy", "sft-dpo-greedy")]  # with --grpo
 
 
 @dataclass(frozen=True)
@@ -70,6 +75,17 @@ class SmolPreset:
     dpo_branch_factor: int = 4
     dpo_steps: int = 24
     dpo_batch: int = 4
+    # value-weighted SFT (pipeline --wsft): the SFT adapter trained further by SFT on every turn of the branched
+    # rollouts DPO learns from, weighted by advantage, for DPO's budget at a tenth of SFT's learning rate (the small
+    # preset's ratio); not yet measured on SmolLM2
+    wsft: bool = False
+    # GRPO (pipeline --grpo): the SFT adapter trained further by train-grpo on the training instances, at the
+    # small preset's measured setting (temperature 0.5, lr 5e-5, episode advantage) with a budget a CPU affords a
+    # 135M model (grpo_steps x grpo_batch player sides); not yet measured on SmolLM2
+    grpo: bool = False
+    grpo_steps: int = 32
+    grpo_generations: int = 4
+    grpo_batch: int = 16
 
     def rows(self, prm: str = "prm") -> list[GridRow]:
         """The evaluation grid on held-out instances after SFT (base greedy comes with its own stage)."""
@@ -79,7 +95,8 @@ class SmolPreset:
 
     def grid(self) -> list[GridRow]:
         """Every row the summary may find under ``results/``, in table order."""
-        return [GridRow("base-greedy", policy="base"), *self.rows(), GridRow("sft-dpo-greedy", policy="sft-dpo")]
+        return [GridRow("base-greedy", policy="base"), *self.rows(), GridRow("sft-dpo-greedy", policy="sft-dpo"),
+                GridRow("sft-wsft-greedy", policy="sft-wsft"), GridRow("sft-grpo-greedy", policy="sft-grpo")]
 
     def steps(self, workdir: Path) -> list[tuple[str, list[str]]]:
         """(stage, argv) of the whole pipeline, every path under ``workdir``."""
@@ -132,20 +149,28 @@ class SmolPreset:
                            str(self.prm_steps), "--max-length", "1024", *schedule]),
             *[(f"eval {row.name}", ["eval", "--policy-model", policy, *row.flags, *eval_common,
                                     "--results-dir", w(f"results/{row.name}")]) for row in self.rows(w("prm"))],
-            *(self.dpo_steps_of(w, policy, games, decoding, eval_common, schedule) if self.dpo else []),
+            *(self.dpo_steps_of(w, policy, games, decoding, eval_common, schedule) if self.dpo or self.wsft else []),
+            *(self.wsft_steps_of(w, policy, base, eval_common, schedule) if self.wsft else []),
+            *(self.grpo_steps_of(w, policy, games, eval_common, schedule) if self.grpo else []),
             ("summarize", ["summarize", "--workdir", str(workdir), "--preset", "smol", "--seed", str(s)]),
         ]
 
     def dpo_steps_of(self, w, policy: str, games: list[str], decoding: list[str], eval_common: list[str],
                      schedule: list[str]) -> list[tuple[str, list[str]]]:
         """Branched rollouts of the SFT policy on training instances, their MC sibling pairs, DPO of the SFT adapter
-        (LoRA trained further, the SFT adapter as the reference) and its greedy play on the held-out instances."""
-        return [
+        (LoRA trained further, the SFT adapter as the reference) and its greedy play on the held-out instances
+        (with --wsft alone: the rollouts only)."""
+        collect = [
             ("collect dpo", ["collect", "--policy-model", policy, "--games-dir", w(TRAIN), *games, "--limit",
                              str(self.dpo_instances), "--samples-per-instance", "2",
                              "--branch-factor", str(self.dpo_branch_factor),
                              "--branch-depth", "1", "--temperature", "1.0", *decoding,
                              "--results-dir", w("dpo/rollouts")]),
+        ]
+        if not self.dpo:
+            return collect
+        return [
+            *collect,
             ("pref-data", ["pref-data", "--results-dir", w("dpo/rollouts"), "--min-gap", "0.5", "--val-fraction",
                            "0.25", "--out", w("dpo/pairs")]),
             ("train-dpo", ["train-dpo", "--model", policy, "--data", w("dpo/pairs"), "--output-dir", w("dpo/policy"),
@@ -157,4 +182,35 @@ class SmolPreset:
                            "--model-name", f"{POLICY}-dpo"]),
             ("eval sft-dpo-greedy", ["eval", "--policy-model", w("dpo/policy"), *eval_common,
                                      "--results-dir", w("results/sft-dpo-greedy")]),
+        ]
+
+    def wsft_steps_of(self, w, policy: str, base: str, eval_common: list[str],
+                      schedule: list[str]) -> list[tuple[str, list[str]]]:
+        """Every turn of the SFT policy's branched rollouts (DPO's) weighted by its advantage, the SFT adapter
+        trained further on them, and its greedy play on the held-out instances."""
+        return [
+            ("sft-data wsft", ["sft-data", "--results-dir", w("dpo/rollouts"), "--weights", "advantage", "--out",
+                               w("wsft/turns"), "--tokenizer", base, "--max-length", "1024"]),
+            ("train-wsft", ["train-sft", "--model", policy, "--data", w("wsft/turns"), "--output-dir", w("wsft/policy"),
+                            "--max-steps", str(self.dpo_steps), "--per-device-train-batch-size", str(self.sft_batch),
+                            "--effective-batch-size", str(self.sft_batch), "--per-device-eval-batch-size", "8",
+                            "--learning-rate", "5e-5", "--eval-steps", str(self.dpo_steps), "--save-steps",
+                            str(self.dpo_steps), "--max-length", "1024", *schedule, "--model-name", f"{POLICY}-wsft"]),
+            ("eval sft-wsft-greedy", ["eval", "--policy-model", w("wsft/policy"), *eval_common,
+                                      "--results-dir", w("results/sft-wsft-greedy")]),
+        ]
+
+    def grpo_steps_of(self, w, policy: str, games: list[str], eval_common: list[str],
+                      schedule: list[str]) -> list[tuple[str, list[str]]]:
+        """GRPO of the SFT adapter on the training instances (every player the policy) and its greedy play on the
+        held-out instances."""
+        return [
+            ("train-grpo", ["train-grpo", "--model", policy, "--games-dir", w(TRAIN), *games, "--output-dir",
+                            w("grpo/policy"), "--max-steps", str(self.grpo_steps), "--num-generations",
+                            str(self.grpo_generations), "--effective-batch-size", str(self.grpo_batch),
+                            "--per-device-train-batch-size", str(self.grpo_batch), "--learning-rate", "5e-5",
+                            "--temperature", "0.5", "--max-tokens", str(self.max_tokens), "--save-steps",
+                            str(self.grpo_steps), *schedule, "--model-name", f"{POLICY}-grpo"]),
+            ("eval sft-grpo-greedy", ["eval", "--policy-model", w("grpo/policy"), *eval_common,
+                                      "--results-dir", w("results/sft-grpo-greedy")]),
         ]
