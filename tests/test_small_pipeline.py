@@ -346,7 +346,7 @@ def test_wsft_trains_each_policy_on_its_own_rollouts_weighted_by_advantage_and_p
         data, train, play = added[f"sft-data wsft {kind}"], added[f"train-wsft {kind}"], added[f"eval {kind}-wsft-greedy"]
         # the same rollouts DPO learns from, weighted by advantage
         assert flag(data, "--results-dir") == flag(with_dpo[f"pref-data {kind}"], "--results-dir")
-        assert flag(data, "--weights") == "advantage"
+        assert flag(data, "--weights") == "value"  # the rule the validation splits chose
         assert train[0] == "train-sft" and flag(train, "--model") == policy and flag(train, "--data") == flag(data, "--out")
         assert flag(train, "--max-steps") == flag(with_dpo[f"train-dpo {kind}"], "--max-steps")  # DPO's budget
         assert flag(play, "--policy-model") == flag(train, "--output-dir") and "--mode" not in play

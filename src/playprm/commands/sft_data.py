@@ -38,8 +38,8 @@ def register(subparsers) -> None:
     parser.add_argument("--weights", choices=WEIGHT_RULES, default=None,
                         help="one weighted example per policy turn of the rollout trees in --results-dir: advantage "
                              "(min(exp(A/beta), max-weight), A = the reply's Monte-Carlo value minus its siblings' "
-                             f"mean; the default rule to use, {DEFAULT_RULE}), filtered (1 where A > 0, else 0) or "
-                             "value (the Monte-Carlo value itself)")
+                             "mean), filtered (1 where A > 0, else 0) or value (the Monte-Carlo value itself); "
+                             f"the presets use {DEFAULT_RULE}, the best on their validation splits")
     parser.add_argument("--beta", type=float, default=None,
                         help=f"temperature of --weights advantage (default {DEFAULT_BETA:g})")
     parser.add_argument("--max-weight", type=float, default=None,

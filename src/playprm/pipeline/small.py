@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from playprm.data.weighted_sft import DEFAULT_RULE
 from playprm.play.config import SAMPLING_TEMPERATURE, EvalConfig, field_defaults
 
 CARD = field_defaults(EvalConfig)  # eval's defaults, the model card's inference settings: flags spelt from them
@@ -101,10 +102,11 @@ class SmallPreset:
     dpo_min_gap: float = 1.0
     dpo_weak_instances: int = 500  # per experiment: the weaker policy's own branched rollouts for its pairs
     # value-weighted SFT (pipeline --wsft, CityUoL's method): each policy trained further by SFT on every turn of the
-    # same branched rollouts DPO uses, each turn weighted by exp(A / 0.5) clipped at 20 (A: its Monte-Carlo value
-    # minus its siblings' mean, `sft-data --weights advantage`); DPO's step budget, so the costs compare
+    # same branched rollouts DPO uses, each turn weighted by its Monte-Carlo value (`sft-data --weights value`:
+    # of advantage, filtered and value, the best on the validation splits of seeds 0-2, BENCHMARKS.md 2026-12-06;
+    # none paid held out); DPO's step budget, so the costs compare
     wsft: bool = False
-    wsft_weights: str = "advantage"
+    wsft_weights: str = DEFAULT_RULE
     # online RL (pipeline --grpo): each policy trained by train-grpo on the training instances, 8 episodes per instance
     # and 8 instances per step (both players' rows), the game's Main Score as reward, then played greedy (and with
     # the PRM's best-of-4) held out. Sampling at 0.5, not 1.0: at 1.0 the weaker policy's episodes win about a
@@ -305,7 +307,7 @@ class SmallPreset:
                                   "--results-dir", self.rollouts_of(w)["weak"]])]
 
     def wsft_steps_of(self, w, policies: dict[str, str], eval_common: list[str]) -> list[tuple[str, list[str]]]:
-        """Value-weighted SFT: every policy turn of each policy's own rollouts, weighted by its advantage, trained
+        """Value-weighted SFT: every policy turn of each policy's own rollouts, weighted (``wsft_weights``), trained
         into that policy further (full weights, as it was trained; DPO's budget), then played greedy held out."""
         steps = []
         for kind in self.kinds():

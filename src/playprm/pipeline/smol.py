@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from playprm.data.weighted_sft import DEFAULT_RULE
 from playprm.pipeline.small import HELD_OUT, TRAIN, GridRow, best_of_row
 
 POLICY = "smol-sft"  # the registry name train-sft gives the policy
@@ -76,7 +77,7 @@ class SmolPreset:
     dpo_steps: int = 24
     dpo_batch: int = 4
     # value-weighted SFT (pipeline --wsft): the SFT adapter trained further by SFT on every turn of the branched
-    # rollouts DPO learns from, weighted by advantage, for DPO's budget at a tenth of SFT's learning rate (the small
+    # rollouts DPO learns from, weighted by sft-data's default rule, for DPO's budget at a tenth of SFT's learning rate (the small
     # preset's ratio); not yet measured on SmolLM2
     wsft: bool = False
     # GRPO (pipeline --grpo): the SFT adapter trained further by train-grpo on the training instances, at the
@@ -186,10 +187,11 @@ class SmolPreset:
 
     def wsft_steps_of(self, w, policy: str, base: str, eval_common: list[str],
                       schedule: list[str]) -> list[tuple[str, list[str]]]:
-        """Every turn of the SFT policy's branched rollouts (DPO's) weighted by its advantage, the SFT adapter
+        """Every turn of the SFT policy's branched rollouts (DPO's) weighted (``sft-data --weights``' default rule),
+        the SFT adapter
         trained further on them, and its greedy play on the held-out instances."""
         return [
-            ("sft-data wsft", ["sft-data", "--results-dir", w("dpo/rollouts"), "--weights", "advantage", "--out",
+            ("sft-data wsft", ["sft-data", "--results-dir", w("dpo/rollouts"), "--weights", DEFAULT_RULE, "--out",
                                w("wsft/turns"), "--tokenizer", base, "--max-length", "1024"]),
             ("train-wsft", ["train-sft", "--model", policy, "--data", w("wsft/turns"), "--output-dir", w("wsft/policy"),
                             "--max-steps", str(self.dpo_steps), "--per-device-train-batch-size", str(self.sft_batch),
