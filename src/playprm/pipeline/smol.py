@@ -10,15 +10,16 @@ LoRA (r 16, alpha 32, all-linear) -> the SFT policy's own sampled rollouts -> PR
 SmolLM2 backbone -> the grid on held-out instances: base greedy, SFT greedy, PRM best-of-4 plain (the card's
 argmax) and greedy-anchored, log-probability best-of-4, and the programmatic expert's best-of-4 (an upper bound).
 Opt-in rows train the SFT adapter further: ``--dpo`` (DPO on sibling pairs of its branched rollouts), ``--wsft``
-(value-weighted SFT on every turn of the same rollouts) and ``--grpo`` (train-grpo on the training instances); the
-last two are built and tested on the tiny model, not yet measured on SmolLM2.
+(value-weighted SFT on every turn of the same rollouts) and ``--grpo`` (train-grpo on the training instances).
+On seed 0 (2026-12-06, BENCHMARKS.md) neither DPO (−6.25) nor value-weighted SFT (−5.21) beat SFT greedy; ``--grpo``
+is built and tested on the tiny model, not yet run on SmolLM2.
 
 Each stage's wall time lands in ``stage_seconds.json`` and RESULTS.md. The 2026-12-04 sizes (24 held-out episodes
 a row, 32 SFT steps) ran in 42 minutes on 2 cores and showed SFT teaching the format, not the game (a probe of 64
 steps on 48 held-out games: 41.67 against 27.08 at 32 and a chance level of 33.33, BENCHMARKS.md); issue 43's
 sizes (96 held-out episodes a row, where a 10-point paired difference can show; 64 SFT steps; a small SFT
-validation split; DPO pairs from branches of 4) are not yet measured whole: scaled from the 2026-12-04 stage times
-(evaluations x4, SFT x2), about 1.5 hours on one thread. Only the reference game: its held-out instances are new grids (taboo's 24
+validation split; DPO pairs from branches of 4) ran their default grid in 44.5 minutes on 2 cores (seed 0,
+2026-12-06: SFT greedy 39.58 on 96 held-out games, chance 33.33, BENCHMARKS.md). Only the reference game: its held-out instances are new grids (taboo's 24
 cards cannot be held out), and the base model scores 0 on it (it ignores the reply format), which is the card's
 setting: SFT on winning trajectories has everything to teach. Wordle is left out because the teacher's wins teach
 a 135M model the format but not the search (its SFT greedy would measure the format only), and each wordle
@@ -78,7 +79,7 @@ class SmolPreset:
     dpo_batch: int = 4
     # value-weighted SFT (pipeline --wsft): the SFT adapter trained further by SFT on every turn of the branched
     # rollouts DPO learns from, weighted by sft-data's default rule, for DPO's budget at a tenth of SFT's learning rate (the small
-    # preset's ratio); not yet measured on SmolLM2
+    # preset's ratio); seed 0: −5.21 [−15.62, +4.17] against SFT greedy (with advantage weights, BENCHMARKS.md)
     wsft: bool = False
     # GRPO (pipeline --grpo): the SFT adapter trained further by train-grpo on the training instances, at the
     # small preset's measured setting (temperature 0.5, lr 5e-5, episode advantage) with a budget a CPU affords a
