@@ -18,7 +18,7 @@ Each stage's wall time lands in ``stage_seconds.json`` and RESULTS.md. The 2026-
 a row, 32 SFT steps) ran in 42 minutes on 2 cores and showed SFT teaching the format, not the game (a probe of 64
 steps on 48 held-out games: 41.67 against 27.08 at 32 and a chance level of 33.33, BENCHMARKS.md); issue 43's
 sizes (96 held-out episodes a row, where a 10-point paired difference can show; 64 SFT steps; a small SFT
-validation split; DPO pairs from branches of 4) ran their default grid in 44.5 minutes on 2 cores (seed 0,
+validation split; DPO pairs from branches of 4) ran their default grid in about 49 minutes on 2 cores (seed 0,
 2026-12-06: SFT greedy 39.58 on 96 held-out games, chance 33.33, BENCHMARKS.md). Only the reference game: its held-out instances are new grids (taboo's 24
 cards cannot be held out), and the base model scores 0 on it (it ignores the reply format), which is the card's
 setting: SFT on winning trajectories has everything to teach. Wordle is left out because the teacher's wins teach
