@@ -251,7 +251,7 @@ def test_the_smol_preset_runs_every_stage_and_writes_results(card_models, tmp_pa
     workdir = tmp_path / "work"
     preset = smol.SmolPreset(base=str(card_models["policy"]), train_instances=3, held_out_instances=1,
                              max_tokens=8, sft_steps=1, sft_batch=2, rollout_instances=1, rollout_samples=2,
-                             prm_steps=1, prm_batch=2, wsft=True, dpo_instances=1, dpo_steps=1, grpo=True,
+                             prm_steps=1, prm_batch=2, baselines=True, wsft=True, dpo_instances=1, dpo_steps=1, grpo=True,
                              grpo_steps=1, grpo_generations=2, grpo_batch=4)
     steps = preset.steps(workdir)
     assert "import-gguf" not in [stage for stage, _ in steps]  # a given base folder is used as it is
