@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,8 @@ def test_eval_writes_clemcore_layout_for_every_game(greedy_run):
         assert (episode.parent / "experiment.json").is_file()
     meta = json.loads((run_dir / "playprm_run.json").read_text())
     assert meta["mode"] == "greedy" and meta["env_lookahead"] is False
+    # the torch threads the run chose: one for a tiny policy (choose_cpu_threads), unless the user set them
+    assert meta["cpu_threads"] == int(os.environ.get("OMP_NUM_THREADS") or 1)
     assert (run_dir / "run.json").is_file()
 
 

@@ -480,3 +480,23 @@ def test_per_game_points_add_up_to_the_paired_difference():
     assert games[0].quality == pytest.approx(-10) and games[1].quality == pytest.approx(50)
     assert sum(g.points for g in games) == pytest.approx(total)  # additive when % played does not change
     assert games[1].points_ci[0] > 0 > games[0].points_ci[1]
+
+
+def test_a_run_against_a_fixed_level_is_its_own_bootstrap_less_the_level(tmp_path):
+    """SFT greedy against the game's chance level (the smol preset's RESULTS.md): the point is the run's
+    clemscore less the level, the interval the run's resampling shifted by it, and a level above the run's
+    whole interval shows up as a CI below 0."""
+    from playprm.report.paired import against_level
+
+    run = _run_dir(tmp_path, "greedy", "greedy", False, 40.0, None)  # 5 played episodes of 41-45, one aborted
+    comparison = compare_runs([run], n_resamples=RESAMPLES, seed=3)
+    (label,) = comparison.index
+    clemscore = float(comparison.at[label, CLEMSCORE])
+    assert clemscore == pytest.approx(5 / 6 * 43, abs=0.005)  # clemcore rounds to 2 decimals
+    low = against_level(comparison, label, {"wordle": 20.0}, label="chance", n_resamples=RESAMPLES, seed=3)
+    assert (low.a, low.b, low.episodes) == (label, "chance", 6)
+    assert low.difference == pytest.approx(5 / 6 * 43 - 20.0) and low.value_b == 20.0
+    assert low.value_a == pytest.approx(5 / 6 * 43) and low.low > 0 and low.low < low.difference < low.high
+    high = against_level(comparison, label, {"wordle": 60.0}, label="chance", n_resamples=RESAMPLES, seed=3)
+    assert high.high < 0 and high.high - high.low == pytest.approx(low.high - low.low)
+    assert against_level(comparison, label, {"taboo": 20.0}, label="chance").episodes == 0  # no episode of it

@@ -267,6 +267,10 @@ def test_the_smol_preset_runs_every_stage_and_writes_results(card_models, tmp_pa
     assert all(row["episodes"] == 2 for row in results["rows"])
     assert {"train-sft", "train-prm", "eval sft-prm-bon4"} <= set(results["stage_seconds"])
     assert "SmolLM2-135M-Instruct" in (workdir / "RESULTS.md").read_text()
+    from playprm.pipeline.summary import CHANCE_LABEL  # SFT greedy against the game's chance level, paired
+
+    (chance,) = [d for d in results["paired"] if d["b"] == CHANCE_LABEL]
+    assert chance["a"] == "sft-greedy" and chance["b_score"] == pytest.approx(100 / 3) and chance["episodes"] == 2
 
 
 def test_the_smol_preset_without_the_wheel_is_one_line_before_anything_runs(tmp_path, monkeypatch):

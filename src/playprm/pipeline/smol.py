@@ -35,6 +35,9 @@ from playprm.data.weighted_sft import DEFAULT_RULE
 from playprm.pipeline.small import HELD_OUT, TRAIN, GridRow, best_of_row
 
 POLICY = "smol-sft"  # the registry name train-sft gives the policy
+# each game's quality under random play, which RESULTS.md pairs SFT greedy against: the guesser picks one of three
+# grids, so a guesser that keeps the format and answers at random wins a third of the reference games
+CHANCE = {"referencegame": 100 / 3}
 
 # the paired comparisons RESULTS.md shows
 PAIRS = [("sft-greedy", "base-greedy"), ("sft-prm-bon4", "sft-greedy"), ("sft-prm-anchored-bon4", "sft-greedy"),

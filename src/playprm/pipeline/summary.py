@@ -234,17 +234,22 @@ def summarize_smol(workdir: Path, preset, *, command: str, n_resamples: int = 10
     return write_results(workdir, command=command, seed=preset.seed, pairs=smol.PAIRS,
                          grid=[row.as_dict() for row in preset.grid()], n_resamples=n_resamples,
                          title="the card's loop on a pretrained model (SmolLM2-135M-Instruct)", about=SMOL_ABOUT,
-                         heldout_run="results/sft-greedy")
+                         heldout_run="results/sft-greedy", chance=smol.CHANCE)
+
+
+CHANCE_LABEL = "chance (a random guess)"
 
 
 def write_results(workdir: Path, *, command: str, seed: int, pairs: list[tuple[str, str]],
                   grid: list[dict] = (), n_resamples: int = 1000, title: str = SMALL_TITLE,
-                  about: list[str] = SMALL_ABOUT, heldout_run: str = "results/sft-sampled") -> tuple[Path, Path]:
+                  about: list[str] = SMALL_ABOUT, heldout_run: str = "results/sft-sampled",
+                  chance: dict[str, float] | None = None) -> tuple[Path, Path]:
     """Write ``RESULTS.md`` and ``results.json`` into ``workdir``; returns their paths. ``grid``: the preset's
     row records in table order (``GridRow.as_dict``); ``title`` and ``about`` (markdown bullets) say what the
-    preset is; the PRM's held-out quality is measured on the turns of ``heldout_run``."""
+    preset is; the PRM's held-out quality is measured on the turns of ``heldout_run``; ``chance``: each game's
+    quality under random play, which SFT greedy is paired against (one more row of the paired table)."""
     from playprm.report.compare import compare_runs
-    from playprm.report.paired import paired_from_comparison, render_paired
+    from playprm.report.paired import against_level, paired_from_comparison, render_paired
 
     workdir = Path(workdir)
     run_dirs = sorted(p for p in (workdir / "results").iterdir() if p.is_dir())
@@ -257,6 +262,9 @@ def write_results(workdir: Path, *, command: str, seed: int, pairs: list[tuple[s
     wanted = [(labels[a], labels[b]) for a, b in pairs if a in labels and b in labels]
     paired = [replace(d, a=_row_name(d.a), b=_row_name(d.b))
               for d in paired_from_comparison(comparison, wanted, n_resamples=n_resamples, seed=seed)]
+    if chance and "sft-greedy" in labels:
+        paired.append(replace(against_level(comparison, labels["sft-greedy"], chance, label=CHANCE_LABEL,
+                                            n_resamples=n_resamples, seed=seed), a="sft-greedy"))
     prm_metrics_file = workdir / "prm" / "metrics.json"
     training = json.loads(prm_metrics_file.read_text()) if prm_metrics_file.is_file() else {}
     prm = {"heldout": heldout_prm_quality(workdir, heldout_run), "loss": training.get("loss"),

@@ -100,13 +100,14 @@ def run_collect(policy_model: str, games: list[str], game_all: bool, games_dir: 
     if prover_spec is not None:
         check_scripted_games(prover_spec, entries, flag="--prover")
         check_installed(prover_spec.backend)
-    choose_cpu_threads(spec.model_id)  # once per run, by the policy's size, before the model loads or files open
+    threads = choose_cpu_threads(spec.model_id)  # once per run, by the policy's size, before the model loads
     with open_run(results_dir, spec, f"t{float(settings.temperature)}-collect", entries, instances,
                   settings=settings.decoding(), temperature=settings.temperature, max_tokens=settings.max_tokens,
                   skip_broken=skip_broken_games, samples=settings.samples_per_instance, folder=sample_folder) as job:
         policy = policy or load_policy(spec)
         prover = load_policy(prover_spec) if prover_spec is not None else None
         job.write_metadata({**asdict(settings), "policy": spec.describe(), "broken_games": job.broken_games,
+                            "cpu_threads": threads,  # the torch threads of this process (the latest, when resumed)
                             **({"prover_model": prover_spec.describe()} if prover_spec is not None else {})})
         summary = collect(job.tasks, policy=policy, policy_name=job.name, run_dir=job.run_dir, settings=settings,
                           gen_args=job.gen_args, progress=progress, prover=prover, broken=job.broken)

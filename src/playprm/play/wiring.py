@@ -95,7 +95,7 @@ def run_eval(cfg: EvalConfig, *, policy=None, scorer=None, progress: bool = True
     if policy is None:
         check_installed(spec.backend)
     prm_path = str(Path(cfg.prm_path).resolve()) if cfg.prm_path else None
-    choose_cpu_threads(spec.model_id)  # once per run, by the policy's size, before any model loads or file opens
+    threads = choose_cpu_threads(spec.model_id)  # once per run, by the policy's size, before any model loads
     with open_run(cfg.results_dir, spec, cfg.mode_tag(), entries, instances,
                   settings={**cfg.decoding(), "prm_path": prm_path}, temperature=cfg.temperature,
                   max_tokens=cfg.max_tokens, skip_broken=cfg.skip_broken_games, shard=cfg.shard) as job:
@@ -105,6 +105,7 @@ def run_eval(cfg: EvalConfig, *, policy=None, scorer=None, progress: bool = True
             scorer = load_scorer(cfg.scorer, prm_path=cfg.prm_path, load_in_4bit=spec.load_in_4bit)
         # each game's clemgame.json benchmark tags: report splits clemscore / statscore without --games-dir
         job.write_metadata({**cfg.recorded(), "policy": spec.describe(), "prm_path": prm_path,
+                            "cpu_threads": threads,  # the torch threads of this process (the latest, when resumed)
                             "broken_games": job.broken_games, "game_benchmarks": job.game_benchmarks})
         play = episode_player(cfg.mode, policy, scorer, cfg.search_settings(),
                               guide_filter(cfg.guide_roles, cfg.guided_games), cfg.guided_games)

@@ -158,6 +158,20 @@ def run_episodes(results_dir, model: str | None = None) -> pd.DataFrame:
     return episodes
 
 
+def against_level(comparison: pd.DataFrame, a: str, levels: dict[str, float], *, label: str,
+                  n_resamples: int = 1000, seed: int = 0) -> PairedDifference:
+    """Run ``a``'s clemscore against a fixed quality per game (``levels``, e.g. a random guess's), on ``a``'s
+    episodes of those games: the paired bootstrap against a constant run that played each of them at its game's
+    level, so the interval is ``a``'s own resampling, drawn as every paired row's is; named ``(a, label)``."""
+    frame = run_frame(comparison, a)
+    frame = frame[frame["game"].isin(levels)]
+    constant = frame[KEYS].copy()
+    constant["played"], constant["quality"] = 1.0, constant["game"].map(levels).astype(float)
+    difference = paired_difference(frame, constant, names=(a, label), n_resamples=n_resamples, seed=seed)
+    level = float(np.mean(list(levels.values())))  # clemscore of the constant run: the games' macro average
+    return replace(difference, value_a=difference.difference + level, value_b=level)
+
+
 def render_paired(differences: list[PairedDifference]) -> str:
     """A Markdown table of paired differences: which clemscore, each whole run's score, A - B on the shared
     instances with its paired CI."""
