@@ -38,6 +38,10 @@ def test_parameters_are_counted_from_the_weight_headers(tmp_path):
     (adapter / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "base_model_name_or_path":
                                                              str(folder)}))
     assert runtime.model_parameters(adapter) == 3 * 5 + 7 + 4
+    # a PRM folder (train-prm's: a head of a few numbers and a LoRA) counts the backbone it names
+    prm = write_weights(tmp_path / "prm", {"head": (1, 3)})
+    (prm / "prm_config.json").write_text(json.dumps({"format": "playprm-prm/1", "base_model": str(folder)}))
+    assert runtime.model_parameters(prm) == 3 * 5 + 7 + 4
     # a hub id, a programmatic policy, a folder without weights: unknown
     for unknown in ("Qwen/Qwen3.5-27B", "programmatic:expert", tmp_path / "model-2", None):
         assert runtime.model_parameters(unknown) is None

@@ -24,10 +24,15 @@ LARGE_MODEL_PARAMETERS = 50_000_000
 def model_parameters(model_id: str | os.PathLike | None, *, follow_adapter: bool = True) -> int | None:
     """Parameters in a local model folder's ``*.safetensors`` files, read from their headers (nothing loads); a LoRA
     adapter folder (``train-sft``'s output) counts the base its ``adapter_config.json`` names, as transformers loads
-    it. None for a hub id, a non-model selector (``programmatic:...``) or a folder without safetensors weights."""
+    it; a PRM folder (``train-prm``'s, with ``prm_config.json``) counts its backbone. None for a hub id, a
+    non-model selector (``programmatic:...``) or a folder without safetensors weights."""
     folder = Path(model_id) if model_id else None
     if folder is None or not folder.is_dir():
         return None
+    if (folder / "prm_config.json").is_file():  # its own files are the head (a few hundred numbers) and the LoRA
+        import json
+
+        return model_parameters(json.loads((folder / "prm_config.json").read_text()).get("base_model"))
     if follow_adapter and (folder / "adapter_config.json").is_file() and not (folder / "config.json").is_file():
         from peft import PeftConfig
 

@@ -60,7 +60,7 @@ def run(args) -> int:
     from playprm.prm.scorer import PRMScorer
     from playprm.train.dataset_files import prm_record_problem, read_jsonl
     from playprm.train.prm_metrics import paired_sibling_difference, sibling_metrics, sibling_pairs
-    from playprm.transformers_runtime import choose_cpu_threads
+    from playprm.transformers_runtime import choose_cpu_threads, model_parameters
 
     for path in args.prm_path:
         read_prm_config(path)  # a one-line error before any model loads
@@ -70,7 +70,7 @@ def run(args) -> int:
     if not records:
         raise UsageError(f"no context in {args.data} ({args.split}) holds two different replies; build the data from "
                          "branched rollouts (`playprm collect --branch-factor 2`, `playprm prm-data --labels mc`)")
-    choose_cpu_threads()
+    choose_cpu_threads(max(args.prm_path, key=lambda path: model_parameters(path) or 0))  # the largest backbone's
     roles = sorted({(r.get("meta") or {}).get("game_role") or "" for r in records})
     result: dict = {"data": str(args.data), "split": args.split, "records": len(records), "prms": {}}
     pairs = {}

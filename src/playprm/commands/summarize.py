@@ -28,7 +28,10 @@ def run(args) -> int:
         raise UsageError(f"--workdir {args.workdir} has no results/ folder; run "
                          f"`playprm pipeline --preset {args.preset}` "
                          "first")
-    choose_cpu_threads()  # once per run, before the PRM loads (held-out calibration)
+    # once per run, before the PRM loads (held-out calibration), by its backbone's size (the smol preset's PRM
+    # scores SFT greedy's 192 held-out turns on SmolLM2)
+    prm = args.workdir / "prm"
+    choose_cpu_threads(prm if prm.is_dir() else None)
     command = f"playprm pipeline --preset {args.preset} --seed {args.seed} --workdir {args.workdir}"
     if args.preset == "smol":
         paths = summarize_smol(args.workdir, SmolPreset(seed=args.seed), command=command, n_resamples=args.resamples)
