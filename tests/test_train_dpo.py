@@ -229,3 +229,24 @@ def test_dpo_recipes_name_only_known_settings(recipe):
 
     settings = load_recipe(recipe, DPOTrainingConfig, fixed=("model", "data"))
     assert settings["model"] and settings["beta"] > 0
+
+
+def test_the_final_validation_pass_is_reused_not_run_twice():
+    """train-dpo's metrics come from the Trainer's evaluation at the last step where it ran one on the kept
+    weights; another pass only where it did not (a SmolLM2 validation pass costs minutes)."""
+    from types import SimpleNamespace
+
+    from playprm.train.dpo import final_evaluation
+
+    def trainer(history, step, best_at_end=False):
+        calls = []
+        return SimpleNamespace(state=SimpleNamespace(log_history=history, global_step=step),
+                               args=SimpleNamespace(load_best_model_at_end=best_at_end),
+                               evaluate=lambda: calls.append(1) or {"eval_loss": 0.1, "fresh": True}), calls
+
+    at_end = {"eval_loss": 0.3, "eval_rewards/accuracies": 0.75, "step": 24}
+    reused, calls = trainer([{"loss": 0.6, "step": 24}, at_end], 24)
+    assert final_evaluation(reused) == at_end and not calls
+    for history, step, best in (([at_end], 30, False), ([], 24, False), ([at_end], 24, True)):
+        fresh, calls = trainer(history, step, best)
+        assert final_evaluation(fresh)["fresh"] and calls == [1]
