@@ -75,8 +75,8 @@ class SmolPreset:
     prm_steps: int = 24
     prm_batch: int = 4
     n: int = 4
-    # the PRM's greedy-anchored and the log-probability best-of-4 rows, off by default for time (10 of the default
-    # grid's minutes went to the SFT steps): on seed 0 (2026-12-06) the anchored row never switched (= SFT greedy)
+    # the PRM's greedy-anchored and the log-probability best-of-4 rows, off by default for time (their 10 minutes
+    # went to the SFT steps): on seed 0 (2026-12-06) the anchored row never switched (= SFT greedy)
     # and log-probability lost 4.17 points to SFT greedy
     baselines: bool = False
     # SFT + DPO (pipeline --dpo): the SFT adapter trained further on MC sibling pairs of its own branched rollouts,

@@ -35,9 +35,9 @@ SMOL_ABOUT = [
     "scalar head on the same pretrained backbone, trained on the policy's own sampled rollouts (outcome labels). "
     "Every row below is on held-out instances (`splits/heldout`, another seed, no instance shared with "
     "`splits/train`), the same episodes for every row (96 at the preset's sizes, where a paired difference of about "
-    "10 points can show); the line `chance "
-    "(a random guess)` pairs SFT greedy against a guesser that keeps the format and picks one of the three grids "
-    "at random (33.33). Sizes and their measurements: `playprm.pipeline.smol`."]
+    "10 points can show); the line `chance (a random guess)` pairs SFT greedy against a guesser that keeps the "
+    "format and picks one of the three grids at random (33.33). Sizes and their measurements: "
+    "`playprm.pipeline.smol`."]
 
 # best-of-N lines of the plots: (scorer, selection) of the trained policy's ungated rows, and their label
 ROW_KINDS = [(("prm", "argmax"), "PRM, argmax (the card's)"), (("prm", "anchored"), "PRM, greedy-anchored"),
