@@ -309,3 +309,19 @@ def test_sft_recipes_name_only_known_settings(recipe):
     assert settings["model"]
     if settings.get("deepspeed"):
         assert (REPO_ROOT / settings["deepspeed"]).is_file()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU path of --bf16")
+def test_bf16_on_cpu_is_accepted_and_announced(tmp_path):
+    # the Trainer refuses bf16 without a GPU unless the run says it is on CPU: --bf16 true used to end in
+    # transformers' "Your setup doesn't support bf16/gpu" instead of training
+    from playprm.train.qlora import cpu_fallback_note
+    from playprm.train.recipe import build_config, command_settings
+    from playprm.train.sft_config import SFTTrainingConfig
+
+    args = Namespace(config=TINY_RECIPE, model=None, data=tmp_path, overrides=[
+        "--output-dir", str(tmp_path / "out"), "--max-steps", "1", "--bf16", "true", *QUICK])
+    settings, _ = command_settings(args, SFTTrainingConfig, {})
+    config = build_config(SFTTrainingConfig, settings)
+    assert config.bf16 and config.use_cpu
+    assert "training unquantized in bfloat16" in cpu_fallback_note(config, "train-sft")

@@ -137,6 +137,8 @@ def resolve_device_defaults(config) -> None:
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     if not cuda:
         config.dataloader_pin_memory = False  # pinning only serves host-to-GPU copies
+        if config.bf16:  # the Trainer refuses bf16 without a GPU unless told that the run is on CPU
+            config.use_cpu = True
         if world_size > 1:  # torchrun on CPU: accelerate joins the processes only in CPU mode, over gloo
             config.use_cpu = True
             config.ddp_backend = config.ddp_backend or "gloo"
@@ -165,7 +167,8 @@ def cpu_fallback_note(config, command: str) -> str | None:
     if not config.cpu_fallback:
         return None
     optim = getattr(config.optim, "value", config.optim)
-    return (f"playprm {command}: no CUDA device: training unquantized in float32 with {optim} "
+    dtype = "bfloat16" if config.bf16 else "float32"
+    return (f"playprm {command}: no CUDA device: training unquantized in {dtype} with {optim} "
             f"(the CUDA run uses 4-bit NF4 weights, bf16 and {CUDA_OPTIM})")
 
 
