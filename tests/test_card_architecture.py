@@ -92,6 +92,29 @@ def test_the_vllm_copy_has_the_names_vllms_qwen3_5_maps(card_models, sft_adapter
     assert torch.allclose(_logits(hub), _logits(text), atol=1e-5)
 
 
+def test_play_folds_the_adapter_into_float32_weights_and_computes_the_same_function(card_models, sft_adapter):
+    # merge_for_inference serves both ways an adapter reaches play: --policy-model naming the adapter folder
+    # (transformers' PEFT integration) and a registry entry's peft_model (PeftModel); bf16 weights keep theirs
+    from peft.tuners.tuners_utils import BaseTunerLayer
+    from transformers import AutoModelForCausalLM
+
+    def tuner_layers(model) -> int:
+        return sum(isinstance(module, BaseTunerLayer) for module in model.modules())
+
+    base = str(card_models["policy"])
+    for load in (lambda: adapters.load_adapter(AutoModelForCausalLM.from_pretrained(base), sft_adapter),
+                 lambda: AutoModelForCausalLM.from_pretrained(str(sft_adapter))):
+        model = load().eval()
+        assert tuner_layers(model) > 0
+        expected = _logits(model)
+        assert not torch.allclose(expected, _logits(AutoModelForCausalLM.from_pretrained(base).eval()), atol=1e-4)
+        merged = adapters.merge_for_inference(model)
+        assert tuner_layers(merged) == 0
+        assert torch.allclose(_logits(merged), expected, atol=1e-4)
+    bf16 = adapters.load_adapter(AutoModelForCausalLM.from_pretrained(base, dtype=torch.bfloat16), sft_adapter)
+    assert tuner_layers(adapters.merge_for_inference(bf16)) > 0
+
+
 @pytest.fixture()
 def card_entry(card_models, sft_adapter, tmp_path, monkeypatch) -> Path:
     """The model card's registry entry shape: a Qwen3.5-layout base folder and the adapter train-sft wrote."""

@@ -80,6 +80,29 @@ def load_adapter(model, adapter_dir: str | Path):
     return PeftModel.from_pretrained(model, str(adapter_dir), key_mapping=key_mapping(model, adapter_dir))
 
 
+def merge_for_inference(model):
+    """``model`` with its LoRA layers folded into the weights they adapt, when those weights are float32: the same
+    function with about a fifth fewer operations a decode step (greedy play of SmolLM2 + the smol preset's LoRA
+    1.27x faster on 2 CPU threads, replies identical on 48 of 48 contexts: benchmarks/lora_merge.py). Weights of a lower
+    precision (bf16, 4-bit) keep their adapter unmerged: rounding ``W + BA`` to them would lose the adapter.
+
+    By hand because only ``PeftModel`` has ``merge_and_unload``; a model folder that is an adapter loads through
+    transformers' PEFT integration, which injects the same PEFT layers with no unload. Returns the model to use."""
+    import torch
+    from peft.tuners.tuners_utils import BaseTunerLayer
+
+    layers = [(name, module) for name, module in model.named_modules() if isinstance(module, BaseTunerLayer)]
+    if not layers or any(p.dtype != torch.float32 for p in model.parameters()):
+        return model
+    if hasattr(model, "merge_and_unload"):  # a PeftModel
+        return model.merge_and_unload()
+    for name, layer in layers:
+        layer.merge()
+        parent, _, leaf = name.rpartition(".")
+        setattr(model.get_submodule(parent), leaf, layer.get_base_layer())
+    return model
+
+
 def hub_layout_copy(adapter_dir: str | Path, out_dir: str | Path) -> Path:
     """A copy of a text-layout adapter with the multimodal class's key names, in ``out_dir``."""
     from safetensors.torch import load_file, save_file

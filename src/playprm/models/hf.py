@@ -52,6 +52,9 @@ def load_causal_lm(spec: PolicySpec, *, device: str | None = None):
         from playprm.models.adapters import load_adapter
 
         model = load_adapter(model, spec.peft_model)  # either layout of a multimodal checkpoint
+    from playprm.models.adapters import merge_for_inference
+
+    model = merge_for_inference(model)  # an adapter given by spec.peft_model or by the model folder itself
     if not loading.cuda:
         model.to(loading.device)
     model.eval()

@@ -175,6 +175,9 @@ def load_prm(path: str | Path, *, device: str | None = None, dtype=None, load_in
 
         backbone = TextBackbone.from_pretrained(config["base_model"], **loading.kwargs())
         backbone = PeftModel.from_pretrained(backbone, str(path / config["adapter"]))
+        from playprm.models.adapters import merge_for_inference
+
+        backbone = merge_for_inference(backbone)  # float32 weights: the adapter folded in
     else:
         backbone = TextBackbone.from_pretrained(str(path / config["backbone"]), **loading.kwargs())
     model = ProcessRewardModel(backbone, config["hidden_size"])
