@@ -238,15 +238,20 @@ def test_the_final_validation_pass_is_reused_not_run_twice():
 
     from playprm.train.dpo import final_evaluation
 
-    def trainer(history, step, best_at_end=False):
+    def trainer(history, step, best_at_end=False, best_step=None):
         calls = []
-        return SimpleNamespace(state=SimpleNamespace(log_history=history, global_step=step),
+        return SimpleNamespace(state=SimpleNamespace(log_history=history, global_step=step,
+                                                     best_global_step=best_step),
                                args=SimpleNamespace(load_best_model_at_end=best_at_end),
                                evaluate=lambda: calls.append(1) or {"eval_loss": 0.1, "fresh": True}), calls
 
     at_end = {"eval_loss": 0.3, "eval_rewards/accuracies": 0.75, "step": 24}
     reused, calls = trainer([{"loss": 0.6, "step": 24}, at_end], 24)
     assert final_evaluation(reused) == at_end and not calls
-    for history, step, best in (([at_end], 30, False), ([], 24, False), ([at_end], 24, True)):
-        fresh, calls = trainer(history, step, best)
+    # the presets' DPO evaluates once, at its last step: the best checkpoint the Trainer reloads is that step's
+    reused, calls = trainer([at_end], 24, True, best_step=24)
+    assert final_evaluation(reused) == at_end and not calls
+    for history, step, best, best_step in (([at_end], 30, False, None), ([], 24, False, None),
+                                           ([at_end], 24, True, 12)):
+        fresh, calls = trainer(history, step, best, best_step)
         assert final_evaluation(fresh)["fresh"] and calls == [1]

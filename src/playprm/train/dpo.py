@@ -87,11 +87,14 @@ def policy_dpo_trainer():
 
 def final_evaluation(trainer) -> dict:
     """The validation metrics of the trained weights: the Trainer's own evaluation at the last step when it ran one
-    there (``--eval-steps`` dividing the run, as the presets set it) and kept those weights, else one more pass
-    (a validation pass of SmolLM2 pairs took 4-6 minutes, twice, before)."""
-    evaluations = [entry for entry in trainer.state.log_history if "eval_loss" in entry]
+    there (``--eval-steps`` dividing the run, as the presets set it) and kept those weights (no best checkpoint
+    reloaded, or the best one is the last step's), else one more pass (a validation pass of SmolLM2 pairs took 4-6
+    minutes, twice, before)."""
+    state = trainer.state
+    evaluations = [entry for entry in state.log_history if "eval_loss" in entry]
     last = evaluations[-1] if evaluations else {}
-    if last.get("step") == trainer.state.global_step and not trainer.args.load_best_model_at_end:
+    kept = not trainer.args.load_best_model_at_end or getattr(state, "best_global_step", None) == state.global_step
+    if last.get("step") == state.global_step and kept:
         return last
     return trainer.evaluate()
 
