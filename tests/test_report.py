@@ -500,3 +500,21 @@ def test_a_run_against_a_fixed_level_is_its_own_bootstrap_less_the_level(tmp_pat
     high = against_level(comparison, label, {"wordle": 60.0}, label="chance", n_resamples=RESAMPLES, seed=3)
     assert high.high < 0 and high.high - high.low == pytest.approx(low.high - low.low)
     assert against_level(comparison, label, {"taboo": 20.0}, label="chance").episodes == 0  # no episode of it
+
+
+def test_the_glance_counts_the_smol_presets_training_stages_whose_names_carry_no_policy():
+    # pipeline.smol trains one policy and names its stages without a kind ("train-dpo", not "train-dpo sft"): the
+    # DPO row's cost used to read "not recorded" although stage_seconds.json held every stage
+    from playprm.pipeline.summary import glance
+
+    rows = [{"name": name, "policy": policy, "clemscore": score, "ci": [score - 9, score + 9],
+             "generated_tokens_per_episode": 58}
+            for name, policy, score in (("sft-greedy", "sft", 68.75), ("sft-dpo-greedy", "sft-dpo", 73.95),
+                                        ("sft-oracle-bon4", "sft", 76.04))]
+    paired = [{"a": a, "b": "sft-greedy", "difference": d, "ci": [d - 9, d + 9], "score": "clemscore"}
+              for a, d in (("sft-dpo-greedy", 5.21), ("sft-oracle-bon4", 7.29))]
+    stages = {"train-sft": 1831.6, "collect policy": 105.9, "train-prm": 178.7, "collect dpo": 699.6,
+              "pref-data": 0.1, "train-dpo": 1028.8, "eval sft-dpo-greedy": 146.7}
+    [record] = glance(rows, paired, stages)
+    assert record["best"] == "sft-dpo-greedy"
+    assert record["training_seconds"] == round(699.6 + 0.1 + 1028.8, 1)  # its rollouts, pairs and training

@@ -312,10 +312,10 @@ LEARNED = (("dpo-greedy", "SFT + DPO, greedy"), ("grpo-greedy", "GRPO, greedy"),
            ("prm-bon4", "PRM best-of-4 (argmax)"), ("prm-gated-bon4", "PRM best-of-4, gated"),
            ("dpo-prm-bon4", "SFT + DPO, PRM best-of-4"), ("grpo-prm-bon4", "GRPO, PRM best-of-4"),
            ("round2-greedy", "expert iteration, greedy"))
-# training stages whose seconds a learned row's cost counts, by the row suffix's method (the stage names of
-# pipeline.small and pipeline.smol end in the policy's kind)
-TRAINING_STAGES = {"dpo": ("collect weak", "pref-data", "train-dpo"), "grpo": ("train-grpo",),
-                   "wsft": ("collect weak", "sft-data wsft", "train-wsft"), "round2": ("round 2",),
+# training stages whose seconds a learned row's cost counts, by the row suffix's method (pipeline.small's stage
+# names end in the policy's kind; pipeline.smol trains one policy and its names carry none)
+TRAINING_STAGES = {"dpo": ("collect weak", "collect dpo", "pref-data", "train-dpo"), "grpo": ("train-grpo",),
+                   "wsft": ("collect weak", "collect dpo", "sft-data wsft", "train-wsft"), "round2": ("round 2",),
                    "prm": ("collect policy", "prm-data", "train-prm")}
 SHARED_STAGES = ("collect policy", "prm-data", "train-prm", "round 2")  # one run serves both policies
 
@@ -360,7 +360,7 @@ def glance(rows: list[dict], paired: list[dict], stages: dict) -> list[dict]:
             row = by_name[difference["a"]]
             method_key = suffix.split("-", 1)[0]
             seconds = sum(v for k, v in stages.items() if k.startswith(TRAINING_STAGES.get(method_key, ("-",)))
-                          and (k.endswith(kind) or k.startswith(SHARED_STAGES)))
+                          and (k.endswith(kind) or k.startswith(SHARED_STAGES) or not k.endswith((" weak", " sft"))))
             record.update(best=difference["a"], method=method, difference=difference["difference"],
                           ci=difference["ci"], tokens=row.get("generated_tokens_per_episode"),
                           training_seconds=round(seconds, 1) if seconds else None,
