@@ -82,7 +82,7 @@ class SmolPreset:
     # and log-probability lost 4.17 points to SFT greedy
     baselines: bool = False
     # SFT + DPO (pipeline --dpo): the SFT adapter trained further on MC sibling pairs of its own branched rollouts,
-    # the SFT policy as the reference; measured on 2 seeds it did not pay at these sizes (BENCHMARKS.md)
+    # the SFT policy as the reference; at 192 SFT steps +5.21 and +3.12 on seeds 0 and 1, CIs holding 0 (BENCHMARKS.md)
     dpo: bool = False
     dpo_instances: int = 16  # per experiment, each played twice with one branching turn of dpo_branch_factor
     # replies: 4 siblings of a branch make up to 6 pairs where 2 made at most 1 (46-55 pairs a seed at 2, issue 32)
