@@ -82,9 +82,10 @@ def load_adapter(model, adapter_dir: str | Path):
 
 def merge_for_inference(model):
     """``model`` with its LoRA layers folded into the weights they adapt, when those weights are float32: the same
-    function with about a fifth fewer operations a decode step (greedy play of SmolLM2 + the smol preset's LoRA
-    1.27x faster on 2 CPU threads, replies identical on 48 of 48 contexts: benchmarks/lora_merge.py). Weights of a lower
-    precision (bf16, 4-bit) keep their adapter unmerged: rounding ``W + BA`` to them would lose the adapter.
+    function without two extra matmuls per adapted linear at every decode step (greedy play of SmolLM2 + the smol
+    preset's LoRA 1.27x faster on 2 CPU threads, replies identical on 48 of 48 contexts: benchmarks/lora_merge.py).
+    Weights of a lower precision (bf16, 4-bit) keep their adapter unmerged: rounding ``W + BA`` to them would lose
+    the adapter.
 
     By hand because only ``PeftModel`` has ``merge_and_unload``; a model folder that is an adapter loads through
     transformers' PEFT integration, which injects the same PEFT layers with no unload. Returns the model to use."""
