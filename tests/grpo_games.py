@@ -1,9 +1,10 @@
 """Games written into a test's folder for train-grpo: one a tiny random-weight model learns in a few steps, one
-whose two players take several turns whatever they say.
+whose two players take several turns whatever they say, and one that rewrites its player's history.
 
-``firstletter``: one player, one turn. The player is asked for a word; the episode is won (Main Score 100) when
-the reply starts with a letter from the first half of the alphabet, else lost (0). A random tiny model wins about
-half its episodes, so every group has a spread of rewards, and the first token decides the outcome.
+``firstletter`` (the tiny GRPO recipe's example game, ``examples/games/firstletter``): one player, one turn. The
+player is asked for a word; the episode is won (Main Score 100) when the reply starts with a letter from the first
+half of the alphabet, else lost (0). A random tiny model wins about half its episodes, so every group has a spread
+of rewards, and the first token decides the outcome.
 
 ``relay``: two players, three rounds; each round the first player speaks, then the second hears it and speaks; no
 reply aborts the game (the built-in games abort on a random model's first reply). Always won; its Main Score is the
@@ -13,68 +14,17 @@ share of the six replies that start with a letter from the first half of the alp
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
-MASTER = '''
-from clemcore.clemgame import GameBenchmark, Player
-from clemcore.clemgame.metrics import BENCH_SCORE, METRIC_SUCCESS
-
-from playprm.games.builtin.base import OutcomeScorer, PromptedGameMaster
-
-WINNING = "abcdefghijklm"
-
-
-class Speaker(Player):
-    def __init__(self, model):
-        super().__init__(model, game_role="Speaker")
-
-    def _custom_response(self, context):
-        return "apple"
-
-
-class FirstLetter(PromptedGameMaster):
-    def _on_setup(self, **game_instance):
-        self.speaker = Speaker(self.player_models[0])
-        self.add_player(self.speaker, initial_context=self.template("question", topic=game_instance["topic"]))
-
-    def _parse_response(self, player, response):
-        return response.strip()
-
-    def _advance_game(self, player, reply):
-        if reply[:1].lower() in WINNING and reply[:1]:
-            self.state.succeed()
-        else:
-            self.state.failed()
-
-
-class FirstLetterScorer(OutcomeScorer):
-    def compute_round_score(self, round_idx, round_events):
-        pass
-
-    def episode_scores(self, interactions):
-        return {BENCH_SCORE: 100 if interactions[METRIC_SUCCESS] else 0}
-
-
-class FirstLetterBenchmark(GameBenchmark):
-    def create_game_master(self, experiment, player_models):
-        return FirstLetter(self.game_spec, experiment, player_models)
-
-    def create_game_scorer(self, experiment, game_instance):
-        return FirstLetterScorer(self.game_name, experiment, game_instance)
-'''
+FIRSTLETTER = Path(__file__).resolve().parents[1] / "examples" / "games" / "firstletter"
 
 
 def write_firstletter(games_dir: Path, instances: int = 8) -> Path:
-    """``games_dir/firstletter`` (its code, prompt and ``instances`` instances); returns ``games_dir``."""
+    """``games_dir/firstletter``: the example game of the tiny GRPO recipe (``examples/games/firstletter``) with
+    ``instances`` instances; returns ``games_dir``."""
     folder = Path(games_dir) / "firstletter"
-    (folder / "resources").mkdir(parents=True, exist_ok=True)
-    (folder / "in").mkdir(exist_ok=True)
-    (folder / "master.py").write_text(MASTER)
-    (folder / "resources" / "question.template").write_text("Say one word about $topic.")
-    (folder / "clemgame.json").write_text(json.dumps({
-        "game_name": "firstletter", "description": "say a word starting with a-m", "main_game": "firstletter",
-        "players": 1, "image": "none", "languages": ["en"], "benchmark": [], "roles": ["Speaker"],
-        "instances": "instances"}))
+    shutil.copytree(FIRSTLETTER, folder, dirs_exist_ok=True)
     topics = ["cats", "rain", "music", "bread", "trees", "ships", "snow", "stars", "roads", "fish"]
     (folder / "in" / "instances.json").write_text(json.dumps({"experiments": [{"name": "words", "game_instances": [
         {"game_id": i, "topic": topics[i % len(topics)]} for i in range(instances)]}]}))
@@ -153,4 +103,21 @@ def write_relay(games_dir: Path, instances: int = 2) -> Path:
         "instances": "instances"}))
     (folder / "in" / "instances.json").write_text(json.dumps({"experiments": [{"name": "talk", "game_instances": [
         {"game_id": i, "topic": topic} for i, topic in enumerate(["cats", "rain", "music", "bread"][:instances])]}]}))
+    return Path(games_dir)
+
+
+AMNESIA = RELAY.replace("""            self.set_context_for(self.first, f"The second player said: {reply}. Go on.")""",
+                        """            self.first._messages.clear()  # the first player forgets the game so far
+            self.set_context_for(self.first, f"The second player said: {reply}. Go on.")""")
+
+
+def write_amnesia(games_dir: Path, instances: int = 1) -> Path:
+    """``games_dir/amnesia``: relay, except that the first player's history is cleared before its second turn (a
+    game that rewrites a player's history, which train-grpo's token rows cannot follow); returns ``games_dir``."""
+    write_relay(games_dir, instances)
+    folder = Path(games_dir) / "amnesia"
+    (Path(games_dir) / "relay").rename(folder)
+    (folder / "master.py").write_text(AMNESIA)
+    spec = json.loads((folder / "clemgame.json").read_text())
+    (folder / "clemgame.json").write_text(json.dumps({**spec, "game_name": "amnesia", "main_game": "amnesia"}))
     return Path(games_dir)

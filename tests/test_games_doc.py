@@ -20,7 +20,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from external_games import DRAW_MASTER, write_game
+from external_games import DRAW_MASTER, draws, write_game
 
 from playprm.cli import main
 
@@ -120,5 +120,30 @@ def test_every_command_of_the_external_suite_guide_runs_as_it_says(card_models, 
     assert german == {"instance_00000", "instance_00001"}  # -e letter_grids -i instances_v2.0_de
     listed = next(out for argv, _, _, out in outputs if argv[:3] == ["clem", "list", "games"])
     assert all(f"{game}:" in listed for game in ("adventuregame", "referencegame", "wordle", "taboo"))
-    for model in ("smol", "smol-hf"):  # clem run -e letter_grids -i instances_v2.0_de with either entry
-        assert len(list((root / "results" / model).glob("referencegame/letter_grids/*/interactions.json"))) == 2
+    # clem run -e letter_grids -i instances_v2.0_de with either entry: the draw games accept any reply, so that the
+    # episodes exist shows nothing of the model; each entry's episodes hold the model folder's own greedy replies,
+    # the same through playprm's backend (smol) as through clemcore's huggingface_local (smol-hf), as the doc says
+    played_by = {model: {p.parent.name: p.parent for p in (root / "results" / model).glob(
+        "referencegame/letter_grids/*/interactions.json")} for model in ("smol", "smol-hf")}
+    assert set(played_by["smol"]) == set(played_by["smol-hf"]) == german
+    for name, episode in played_by["smol"].items():
+        other = played_by["smol-hf"][name]
+        assert player_models(episode) == {"smol"} and player_models(other) == {"smol-hf"}
+        assert draws(episode) == draws(other) == draws(root / "results-de" / run / "referencegame" / "letter_grids"
+                                                        / name)  # the same German instance
+        ours, theirs = replies(episode), replies(other)
+        assert len(ours) == len(draws(episode)) and all(reply.strip() for reply in ours), ours  # the model spoke
+        assert ours == theirs, f"{name}: the playprm entry played {ours}, clemcore's huggingface_local {theirs}"
+
+
+def replies(episode: Path) -> list[str]:
+    """What the player said in an episode, turn by turn (its interactions.json)."""
+    turns = json.loads((episode / "interactions.json").read_text())["turns"]
+    return [e["action"]["content"] for events in turns for e in events
+            if e["from"] == "Player 1" and e["action"]["type"] == "get message"]
+
+
+def player_models(episode: Path) -> set[str]:
+    """The model names an episode's players were played by, the game master aside."""
+    players = json.loads((episode / "interactions.json").read_text())["players"]
+    return {player["model_name"] for name, player in players.items() if name != "GM"}

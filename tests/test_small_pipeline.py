@@ -334,7 +334,8 @@ def test_the_smol_preset_with_dpo_trains_the_sft_adapter_further_and_plays_it_gr
     assert ("sft-dpo-greedy", "sft-greedy") in smol.PAIRS
 
 
-def test_wsft_trains_each_policy_on_its_own_rollouts_weighted_by_advantage_and_plays_it_greedy(tmp_path):
+def test_wsft_trains_each_policy_on_its_own_rollouts_weighted_by_the_default_rule_and_plays_it_greedy(tmp_path):
+    from playprm.data.weighted_sft import DEFAULT_RULE, WEIGHT_RULES
     from playprm.pipeline import small
 
     work = tmp_path / "w"
@@ -345,12 +346,16 @@ def test_wsft_trains_each_policy_on_its_own_rollouts_weighted_by_advantage_and_p
                            "sft-data wsft weak", "train-wsft weak", "eval weak-wsft-greedy"]
     flag = lambda argv, name: argv[argv.index(name) + 1]  # noqa: E731
     with_dpo = dict(small.SmallPreset(seed=3, dpo=True, wsft=True).steps(work))
+    # another rule named on the preset reaches sft-data: the rule is the preset's setting, not a fixed word
+    other = next(rule for rule in WEIGHT_RULES if rule != DEFAULT_RULE)
+    chosen = dict(small.SmallPreset(seed=3, wsft=True, wsft_weights=other).steps(work))
     for kind, policy in (("sft", str(work / "sft-policy")),
                          ("weak", str(work / "sft-policy" / f"checkpoint-{small.SmallPreset().sft_steps // 2}"))):
         data, train, play = added[f"sft-data wsft {kind}"], added[f"train-wsft {kind}"], added[f"eval {kind}-wsft-greedy"]
-        # the same rollouts DPO learns from, weighted by advantage
+        # the same rollouts DPO learns from, weighted by the default rule (sft-data's, the validation splits' choice)
         assert flag(data, "--results-dir") == flag(with_dpo[f"pref-data {kind}"], "--results-dir")
-        assert flag(data, "--weights") == "value"  # the rule the validation splits chose
+        assert flag(data, "--weights") == DEFAULT_RULE
+        assert flag(chosen[f"sft-data wsft {kind}"], "--weights") == other
         assert train[0] == "train-sft" and flag(train, "--model") == policy and flag(train, "--data") == flag(data, "--out")
         assert flag(train, "--max-steps") == flag(with_dpo[f"train-dpo {kind}"], "--max-steps")  # DPO's budget
         assert flag(play, "--policy-model") == flag(train, "--output-dir") and "--mode" not in play

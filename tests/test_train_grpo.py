@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from grpo_games import write_firstletter, write_relay
+from grpo_games import write_amnesia, write_firstletter, write_relay
 
 from playprm.cli import main
 
@@ -93,18 +93,149 @@ def test_rows_train_exactly_the_players_sampled_tokens(card_models, tmp_path, on
         assert game_text.count("player said:") == 2 and "<|im_start|>assistant" in game_text
 
 
-def test_a_history_the_game_rewrites_fails_loudly(card_models):
+def test_a_game_that_rewrites_history_stops_an_episode_mode_run(tiny_models, tmp_path, capsys, one_cpu_thread):
+    """Through the real path (train-grpo -> TRL -> the runner, which retries and fails episodes on other errors):
+    the run stops in one line naming the game and the player, with no model written."""
+    out = tmp_path / "run"
+    code = train_grpo_cli(tiny_models["policy"], write_amnesia(tmp_path / "games"), out, "--max-steps", "1",
+                          "--max-tokens", "2", "--effective-batch-size", "4", "--lora-r", "4", "--lora-alpha", "8",
+                          game="amnesia")
+    error = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and error[-1].startswith("playprm train-grpo: stopped: game amnesia, Player 1"), error
+    assert "rewrites the player's history" in error[-1]
+    assert not (out / "metrics.json").exists() and not (out / "adapter_model.safetensors").exists()
+
+
+def test_a_reply_cut_at_max_tokens_gets_the_whole_closing_as_game_text(card_models):
     from transformers import AutoTokenizer
 
-    from playprm.train.grpo_rollout import RolloutError, TokenChain
+    from playprm.train.grpo_rollout import TokenChain
 
     chain = TokenChain(AutoTokenizer.from_pretrained(card_models["policy"]), {})
     first = [{"role": "user", "content": "hello"}]
-    with pytest.raises(RolloutError, match="does not extend its previous context"):
-        chain.delta(first, [{"role": "user", "content": "a new game"}], [5], "game g, Player 1")
     delta = chain.delta(first, [*first, {"role": "assistant", "content": "hi"}, {"role": "user", "content": "go"}],
                         [], "game g, Player 1")
     assert chain.tokenizer.decode(delta).startswith("<|im_end|>")  # a reply cut without its end-of-turn token
+
+
+class FlakyPolicy(RecordingPolicy):
+    """The policy, whose generation calls numbered in ``failing`` raise (a call counts once however often it is
+    tried); ``times``: how often each of them raises before it goes through."""
+
+    def __init__(self, policy, failing: set[int], times: int = 1):
+        super().__init__(policy)
+        self.failing, self.times, self.call, self.raised = failing, times, 0, 0
+        self.tries: dict[int, int] = {}
+
+    def generate_ids(self, prompts, **kwargs):
+        number = self.call + 1
+        self.tries[number] = self.tries.get(number, 0) + 1
+        if number in self.failing and self.tries[number] <= self.times:
+            self.raised += 1
+            raise RuntimeError(f"out of memory in call {number}")
+        self.call = number
+        return super().generate_ids(prompts, **kwargs)
+
+
+def relay_rollout(tiny_models, tmp_path, name: str, *, failing=(), times: int = 1, batch_size: int = 64,
+                  max_failed_share: float = 0.0):
+    """``play_groups`` on relay (2 copies of each player's row of one instance), with a fresh policy whose calls
+    in ``failing`` raise ``times`` times; returns (rollout dict, the policy)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from playprm.models.base import PolicySpec
+    from playprm.models.hf import HFPolicy
+    from playprm.play.job import load_benchmarks, prepare_games
+    from playprm.train.grpo_rollout import RolloutSettings, TokenChain, play_groups, row_specs
+
+    model_dir = tiny_models["policy"]
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    policy = FlakyPolicy(HFPolicy(PolicySpec("p", "hf", str(model_dir)),
+                                  model=AutoModelForCausalLM.from_pretrained(model_dir), tokenizer=tokenizer),
+                         set(failing), times)
+    entries, instances = prepare_games(["relay"], False, write_relay(tmp_path / f"games-{name}", instances=1), None)
+    specs = [spec for spec in row_specs(entries, instances) for _ in range(2)]
+    settings = RolloutSettings(1.0, 4, "main-score", batch_size=batch_size, max_failed_share=max_failed_share)
+    out = play_groups(specs, policy, TokenChain(tokenizer, {}), settings, tmp_path / f"rollouts-{name}",
+                      load_benchmarks(entries)[0], seed=3)
+    return out, policy
+
+
+def assert_rewards_are_the_episodes_scores(out) -> int:
+    """Each row's reward is its episode's Main Score / 100 as clemcore's scorer wrote it to scores.json; returns
+    the rows checked."""
+    checked = 0
+    for folder, reward, failed in zip(out["episode"], out["episode_reward"], out["episode_failed"]):
+        if failed:
+            continue
+        scores = json.loads((Path(folder) / "scores.json").read_text())["episode scores"]
+        assert reward == pytest.approx(scores["Main Score"] / 100)
+        checked += 1
+    return checked
+
+
+def test_a_generation_that_raises_once_recovers_with_the_rows_of_an_undisturbed_run(tiny_models, tmp_path,
+                                                                                   one_cpu_thread):
+    undisturbed, _ = relay_rollout(tiny_models, tmp_path, "plain")
+    recovered, policy = relay_rollout(tiny_models, tmp_path, "flaky", failing={1, 4})  # the first turn and a later one
+    assert policy.raised == 2 and not any(recovered["episode_failed"])
+    for key in ("prompt_ids", "completion_ids", "env_mask", "episode_reward", "token_advantages"):
+        assert recovered[key] == undisturbed[key], key
+    assert assert_rewards_are_the_episodes_scores(recovered) == 4
+    assert len(set(recovered["episode_reward"])) > 1  # rewards with a spread: a wrong reading would show
+
+
+def test_failed_episodes_get_no_reward_and_stop_the_run_past_the_threshold(tiny_models, tmp_path, monkeypatch,
+                                                                           one_cpu_thread):
+    """Two episodes in flight whose generation fails twice are failed episodes: their records never reach the
+    reward function, their rows train nothing; with the default --max-failed-share 0 the rollout stops the run."""
+    from playprm.train import grpo_rollout
+
+    read = []
+    reward_of = grpo_rollout.REWARDS["main-score"]
+    monkeypatch.setitem(grpo_rollout.REWARDS, "main-score", lambda record: read.append(record) or reward_of(record))
+    out, policy = relay_rollout(tiny_models, tmp_path, "tolerated", failing={2}, times=2, batch_size=2,
+                                max_failed_share=0.5)
+    assert out["episode_failed"] == [True, True, False, False] and policy.raised == 2
+    errors = [Path(folder) / "error.json" for folder in out["episode"]]
+    assert [e.is_file() for e in errors] == [True, True, False, False]
+    assert len(read) == 2 and all(record.error is None for record in read)  # only the two that played were read
+    assert out["episode_reward"][:2] == [None, None] and all(sum(mask) == 0 for mask in out["env_mask"][:2])
+    assert assert_rewards_are_the_episodes_scores(out) == 2
+    with pytest.raises(grpo_rollout.RolloutError) as stopped:
+        relay_rollout(tiny_models, tmp_path, "stopped", failing={2}, times=2, batch_size=2)
+    message = str(stopped.value)
+    assert "\n" not in message and "2 of 4 episodes of the rollout failed" in message
+    assert "game relay, player 1" in message and "out of memory in call 2" in message
+    assert grpo_rollout.episode_reward([], [], [None, None, 0.5, 1.0], episode_failed=out["episode_failed"],
+                                       log_metric=lambda name, value: read.append((name, value))) \
+        == [None, None, 0.5, 1.0] and ("failed_episodes", 2.0) in read
+
+
+def test_the_rollout_samples_from_the_temperature_alone(card_models, tmp_path, one_cpu_thread):
+    """The generation config's top-k (here 1: greedy) is not applied to the rollout's sampling, which TRL's loss
+    scores as softmax(logits / temperature); eval's sampling keeps it, as clemcore's generate does."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from playprm.models.base import PolicySpec
+    from playprm.models.hf import HFPolicy
+    from playprm.play.job import load_benchmarks, prepare_games
+    from playprm.train.grpo_rollout import RolloutSettings, TokenChain, play_groups, row_specs
+
+    model_dir = card_models["policy"]
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    model.generation_config.top_k = 1
+    model.generation_config.do_sample = True
+    policy = HFPolicy(PolicySpec("p", "hf", str(model_dir)), model=model, tokenizer=tokenizer)
+    entries, instances = prepare_games(["firstletter"], False, write_firstletter(tmp_path / "games", 2), None)
+    specs = [spec for spec in row_specs(entries, instances) for _ in range(8)]
+    out = play_groups(specs, policy, TokenChain(tokenizer, {}), RolloutSettings(1.0, 1, "main-score"),
+                      tmp_path / "rollouts", load_benchmarks(entries)[0], seed=0)
+    assert len({tuple(row) for row in out["completion_ids"][:8]}) > 1  # top-k 1 would give one reply
+    prompt = out["prompt_ids"][0]
+    kept = policy.generate_ids([prompt] * 8, temperature=1.0, max_tokens=1, seed=0)
+    assert len({tuple(c[0].token_ids) for c in kept}) == 1  # eval's sampling: the config's top-k applies
 
 
 def test_interrupted_grpo_resumes_to_the_weights_of_an_uninterrupted_run(card_models, tmp_path, one_cpu_thread):
@@ -127,6 +258,8 @@ def test_interrupted_grpo_resumes_to_the_weights_of_an_uninterrupted_run(card_mo
                           announce=lambda text: None, **kwargs)
 
     straight = run(tmp_path / "straight")
+    moved = [v for k, v in load_file(tmp_path / "straight" / "adapter_model.safetensors").items() if "lora_B" in k]
+    assert moved and any(v.abs().sum() > 0 for v in moved)  # LoRA B starts at 0: the three steps trained
     with pytest.raises(KeyboardInterrupt):
         run(tmp_path / "cut", callbacks=[StopAtStep(3).callback])
     assert (tmp_path / "cut" / "checkpoint-2").is_dir() and not (tmp_path / "cut" / "metrics.json").exists()
@@ -147,13 +280,20 @@ def test_interrupted_grpo_resumes_to_the_weights_of_an_uninterrupted_run(card_mo
     (["--prm-path", "no-such-prm"], "--prm-path no-such-prm is not a directory"),
     (["--prm-path", "no-such-prm", "--advantage", "tree"], "--prm-path shapes the episode advantage"),
     (["--prm-lambda", "2"], "--prm-lambda must be in [0, 1], not 2"),
+    (["--max-failed-share", "1.5"], "--max-failed-share must be in [0, 1], not 1.5"),
+    (["--top-p", "0.5"], "--top-p 0.5: train-grpo's rollout samples from softmax(logits / --temperature)"),
+    (["--top-k", "20"], "--top-k 20: train-grpo's rollout samples from softmax"),
+    (["--repetition-penalty", "1.1"], "--repetition-penalty 1.1: train-grpo's rollout samples"),
+    (["--use-vllm", "true"], "--use-vllm true: train-grpo's rollout plays the episodes with playprm's own sampler"),
+    (["-g", "firstletter", "relay", "--effective-batch-size", "64", "--per-device-train-batch-size", "8"],
+     "more than the 12 (instance, player) rows"),  # -g takes several games, as eval does: 8 + 2 x 2 rows
 ])
 def test_bad_inputs_are_one_line_errors_before_any_model_loads(extra, expected, card_models, tmp_path, capsys,
                                                                no_model_loading):
-    games = write_firstletter(tmp_path / "games")
+    games = write_relay(write_firstletter(tmp_path / "games"))
     argv = ["train-grpo", "--model", str(card_models["policy"]), "--games-dir", str(games), "--output-dir",
             str(tmp_path / "out"), *QUICK, *extra]
-    if "--game" not in extra:
+    if "--game" not in extra and "-g" not in extra:
         argv += ["--game", "firstletter"]
     assert main(argv) == 2
     error = capsys.readouterr().err.strip()
@@ -198,8 +338,14 @@ def test_tree_advantage_is_each_replys_subtree_against_its_siblings():
     assert advantages[0][0] == pytest.approx(first / 2) and advantages[2][0] == pytest.approx(-first / 2)
     assert advantages[0][1] == pytest.approx(0.5 / (0.5 ** 0.5 + 1e-4)) == -advantages[1][1]
     assert advantages[2][1] == advantages[3][1] == 0.0  # siblings that earned the same: no signal
-    # a turn after the tree stopped branching carries its parent's advantage
-    assert tree_advantages([[0, 0], [1, 0]], [1.0, 0.0])[0][1] == tree_advantages([[0, 0], [1, 0]], [1.0, 0.0])[0][0]
+    # a turn after the tree stopped branching carries its parent's advantage: two first replies (values 1 and 0
+    # around 0.5, spread 0.5 ** 0.5), each followed by one reply
+    a = 0.5 / (0.5 ** 0.5 + 1e-4)
+    assert tree_advantages([[0, 0], [1, 0]], [1.0, 0.0]) == [[pytest.approx(a), pytest.approx(a)],
+                                                             [pytest.approx(-a), pytest.approx(-a)]]
+    # ... shared by the leaves under it: a node's advantage is split among the rows that carry it
+    split = tree_advantages([[0, 0], [0, 1], [1, 0]], [1.0, 1.0, 0.0])
+    assert split[0][0] == split[1][0] == pytest.approx(a / 2) and split[2] == [pytest.approx(-a), pytest.approx(-a)]
 
 
 def test_tree_rollout_forks_at_the_trained_players_turns(card_models, tmp_path, one_cpu_thread):
@@ -210,7 +356,7 @@ def test_tree_rollout_forks_at_the_trained_players_turns(card_models, tmp_path, 
     from playprm.models.base import PolicySpec
     from playprm.models.hf import HFPolicy
     from playprm.play.job import load_benchmarks, prepare_games
-    from playprm.train.grpo_rollout import RolloutSettings, TokenChain, play_trees, row_specs
+    from playprm.train.grpo_rollout import RolloutSettings, TokenChain, play_trees, row_specs, tree_advantages
 
     model_dir = card_models["policy"]
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
@@ -226,11 +372,34 @@ def test_tree_rollout_forks_at_the_trained_players_turns(card_models, tmp_path, 
     rows = [c for c in out["completion_ids"]]
     first_turn = [row[:next(i for i, m in enumerate(mask) if m == 0)] for row, mask in zip(rows, out["env_mask"])]
     assert first_turn[0] == first_turn[1] != first_turn[2] == first_turn[3]  # forked at the first turn into two
-    for mask, advantages in zip(out["env_mask"], out["token_advantages"]):
+    # each reply's advantage is tree_advantages' of its leaf's path: turn 1 forked into {0, 1} and {2, 3}, turn 2
+    # into single leaves, turn 3 (no budget left to fork) carries turn 2's
+    paths = [[0, 0], [0, 1], [1, 0], [1, 1]]
+    expected = tree_advantages(paths, out["episode_reward"])
+    assert any(value != 0 for leaf in expected for value in leaf)  # rewards with a spread: the check can fail
+    for mask, advantages, turns in zip(out["env_mask"], out["token_advantages"], expected):
         assert all(a == 0.0 for a, m in zip(advantages, mask) if not m)
+        starts = [k for k, m in enumerate(mask) if m and (k == 0 or not mask[k - 1])]
+        assert [advantages[k] for k in starts] == pytest.approx([turns[0], turns[1], turns[1]])
 
 
-def test_tree_grpo_trains_from_per_token_advantages(card_models, tmp_path, one_cpu_thread):
+@pytest.fixture
+def loss_advantages(monkeypatch):
+    """The advantages each of TRL's loss calls receives (the tensors ``GRPOTrainer._compute_loss`` reads)."""
+    from trl import GRPOTrainer
+
+    seen = []
+    compute = GRPOTrainer._compute_loss
+
+    def spy(self, model, inputs):
+        seen.append(inputs["advantages"].detach().clone())
+        return compute(self, model, inputs)
+
+    monkeypatch.setattr(GRPOTrainer, "_compute_loss", spy)
+    return seen
+
+
+def test_tree_grpo_trains_from_per_token_advantages(card_models, tmp_path, one_cpu_thread, loss_advantages):
     from safetensors.torch import load_file
 
     out = tmp_path / "tree"
@@ -240,6 +409,9 @@ def test_tree_grpo_trains_from_per_token_advantages(card_models, tmp_path, one_c
                           "1e-2", game="relay") == 0
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["advantage"] == "tree" and metrics["global_step"] == 2 and len(rewards(out)) == 2
+    # TRL's own advantage is one number a row; the loss saw the rollout's, one a token, varying within rows
+    assert loss_advantages and all(a.dim() == 2 for a in loss_advantages)
+    assert any(len(set(row.tolist()) - {0.0}) > 1 for a in loss_advantages for row in a)
     lora_b = [v for k, v in load_file(out / "adapter_model.safetensors").items() if "lora_B" in k]
     assert lora_b and any(v.abs().sum() > 0 for v in lora_b)  # LoRA B starts at 0: the advantages moved it
 
@@ -330,15 +502,55 @@ def test_a_prm_of_another_tokenizer_is_a_one_line_error_before_any_model_loads(c
 
 
 def test_grpo_with_a_prm_trains_from_the_shaped_advantages(tiny_models, tmp_path, one_cpu_thread):
+    """relay is always won: with --reward success every episode earns 1, so GRPO's own advantages are all 0 and only
+    the PRM's shaped per-token advantages (λ 0: each reply's change of the PRM's value) can move the adapter."""
     from safetensors.torch import load_file
 
     out = tmp_path / "shaped"
     assert train_grpo_cli(tiny_models["policy"], write_relay(tmp_path / "games", instances=2), out, "--prm-path",
-                          str(tiny_models["prm"]), "--prm-lambda", "0.5", "--max-steps", "2", "--max-tokens", "3",
-                          "--effective-batch-size", "8", "--lora-r", "4", "--lora-alpha", "8", "--learning-rate",
-                          "1e-2", game="relay") == 0
+                          str(tiny_models["prm"]), "--prm-lambda", "0", "--reward", "success", "--max-steps", "2",
+                          "--max-tokens", "3", "--effective-batch-size", "8", "--lora-r", "4", "--lora-alpha", "8",
+                          "--learning-rate", "1e-2", game="relay") == 0
     metrics = json.loads((out / "metrics.json").read_text())
-    assert metrics["prm_path"] == str(tiny_models["prm"].resolve()) and metrics["prm_lambda"] == 0.5
-    assert metrics["global_step"] == 2 and len(rewards(out)) == 2
+    assert metrics["prm_path"] == str(tiny_models["prm"].resolve()) and metrics["prm_lambda"] == 0.0
+    assert metrics["global_step"] == 2 and rewards(out) == [1.0, 1.0]
     lora_b = [v for k, v in load_file(out / "adapter_model.safetensors").items() if "lora_B" in k]
     assert lora_b and any(v.abs().sum() > 0 for v in lora_b)  # LoRA B starts at 0: the advantages moved it
+
+
+def test_a_launch_of_several_processes_is_a_one_line_error_before_any_model_loads(card_models, tmp_path, capsys,
+                                                                                  monkeypatch, no_model_loading):
+    monkeypatch.setenv("WORLD_SIZE", "2")  # what torchrun and accelerate launch set in every process
+    code = train_grpo_cli(card_models["policy"], write_firstletter(tmp_path / "games"), tmp_path / "out")
+    error = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in error and "train-grpo runs in one process (this launch has WORLD_SIZE=2)" in error
+    assert not (tmp_path / "out").exists()
+
+
+def test_help_lists_every_setting_train_grpo_adds_to_trls(capsys):
+    import dataclasses
+
+    from trl import GRPOConfig
+
+    from playprm.train.grpo_config import GRPOTrainingConfig
+    from playprm.train.qlora import ModelCardArguments
+
+    with pytest.raises(SystemExit):
+        main(["train-grpo", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    inherited = {f.name for f in dataclasses.fields(GRPOConfig)} | {f.name for f in dataclasses.fields(ModelCardArguments)}
+    own = [f.name for f in dataclasses.fields(GRPOTrainingConfig) if f.name not in inherited]
+    assert own and all(f"--{name.replace('_', '-')} " in text for name in own), own
+    assert "-g NAME|SPEC [NAME|SPEC ...]" in text and "base model" not in text
+
+
+def test_the_tiny_recipe_plays_a_game_whose_rewards_vary_for_a_random_model(tiny_models, tmp_path, monkeypatch,
+                                                                           one_cpu_thread):
+    root = Path(__file__).resolve().parents[1]
+    monkeypatch.chdir(root)  # the recipe names its game folder from the repository root, as its comment runs it
+    out = tmp_path / "tiny-grpo"
+    assert main(["train-grpo", "--config", str(root / "recipes" / "tiny" / "grpo.yaml"), "--model",
+                 str(tiny_models["policy"]), "--output-dir", str(out), "--max-steps", "2"]) == 0
+    state = json.loads((out / "trainer_state.json").read_text())
+    spreads = [entry["reward_std"] for entry in state["log_history"] if "reward_std" in entry]
+    assert len(spreads) == 2 and all(spread > 0 for spread in spreads)  # every step has rewards to learn from

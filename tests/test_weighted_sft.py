@@ -226,12 +226,20 @@ def test_weight_zero_changes_no_parameter_of_a_full_weight_run_trained_further(t
     # --model a train-sft full-weight output, as train-dpo takes one
     assert train_cli(first, zero, second, "--max-steps", "2", "--full-weights", "true", "--learning-rate",
                      "0.05") == 0
+    # positive control: the same second run with the same examples weighted 1 instead of 0 does change parameters,
+    # so the equality below is the weights' doing, not a second run that trains nothing whatever its weights
+    control = tmp_path / "control"
+    assert train_cli(first, data, control, "--max-steps", "2", "--full-weights", "true", "--learning-rate",
+                     "0.05") == 0
     before = AutoModelForCausalLM.from_pretrained(first).state_dict()
     after = AutoModelForCausalLM.from_pretrained(second).state_dict()
+    trained = AutoModelForCausalLM.from_pretrained(control).state_dict()
     start = AutoModelForCausalLM.from_pretrained(tiny_models["policy"]).state_dict()
-    assert before.keys() == after.keys()
+    assert before.keys() == after.keys() == trained.keys()
     for key in before:
         assert torch.equal(before[key], after[key]), key
+    changed = [key for key in before if not torch.equal(before[key], trained[key])]
+    assert changed, "the weight-1 control run changed no parameter: the weight-0 check above shows nothing"
     assert any(not torch.equal(before[key], start[key]) for key in before)  # the first run did train
 
 

@@ -109,11 +109,13 @@ class HFPolicy:
                                  greedy_first=greedy_first)
 
     def generate_ids(self, prompts: list[list[int]], *, n: int = 1, temperature: float = 0.0, max_tokens: int = 256,
-                     seed: int | None = None, keep: list[int] | None = None,
-                     greedy_first: bool = False) -> list[list[Candidate]]:
+                     seed: int | None = None, keep: list[int] | None = None, greedy_first: bool = False,
+                     plain_sampling: bool = False) -> list[list[Candidate]]:
         """``generate`` from prompts given as token ids (``train-grpo`` continues each player's own token history,
         which a re-rendered chat would change); each candidate keeps its sampled ``token_ids``. ``keep[i]``: how
-        much of prompt ``i`` the prefix store keeps (see ``prefix_cache.encode``)."""
+        much of prompt ``i`` the prefix store keeps (see ``prefix_cache.encode``). ``plain_sampling``: sample from
+        softmax(logits / temperature) alone, without the generation config's top-k, top-p and repetition penalty:
+        the distribution whose log-probabilities TRL's GRPO loss computes (train-grpo's rollout)."""
         if not prompts:
             return []
         order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
@@ -124,15 +126,17 @@ class HFPolicy:
         for start in range(0, len(order), per_chunk):
             chunk = order[start:start + per_chunk]
             outputs = self._sample([prompts[i] for i in chunk], n, temperature, max_tokens, generator,
-                                   keep=None if keep is None else [keep[i] for i in chunk], greedy_first=greedy_first)
+                                   keep=None if keep is None else [keep[i] for i in chunk], greedy_first=greedy_first,
+                                   plain=plain_sampling)
             for i, candidates in zip(chunk, outputs):
                 results[i] = candidates
         return results  # type: ignore[return-value]
 
-    def processors(self, temperature: float, mask: torch.Tensor):
+    def processors(self, temperature: float, mask: torch.Tensor, plain: bool = False):
         """The logits processors ``model.generate`` would apply for clemcore's generation arguments (greedy:
         ``do_sample=False, top_p=None``; sampling: the temperature and the generation config's ``top_p``, its
-        ``top_k`` merged in by transformers), and whether they need the token history."""
+        ``top_k`` merged in by transformers), and whether they need the token history. ``plain``: the temperature
+        alone (``generate_ids(plain_sampling=True)``)."""
         from transformers.generation.logits_process import (
             RepetitionPenaltyLogitsProcessor,
             TemperatureLogitsWarper,
@@ -140,7 +144,7 @@ class HFPolicy:
             TopPLogitsWarper,
         )
 
-        config = self.generation_config
+        config = None if plain else self.generation_config
         chain: list = []
         penalty = getattr(config, "repetition_penalty", None)
         if penalty is not None and penalty != 1.0:  # left padding is not history (as generate does it)
@@ -157,8 +161,8 @@ class HFPolicy:
 
     @torch.inference_mode()
     def _sample(self, prompts: list[list[int]], n: int, temperature: float, max_tokens: int,
-                generator: torch.Generator, *, keep: list[int] | None = None,
-                greedy_first: bool = False) -> list[list[Candidate]]:
+                generator: torch.Generator, *, keep: list[int] | None = None, greedy_first: bool = False,
+                plain: bool = False) -> list[list[Candidate]]:
         device = self.device
         batch = prefix_cache.encode(self.model, prompts, self.tokenizer.pad_token_id, self.prefix_store, device,
                                     keep=keep)
@@ -169,7 +173,7 @@ class HFPolicy:
             mask = mask.repeat_interleave(n, dim=0)
             position = position.repeat_interleave(n, dim=0)
         rows = logits.shape[0]
-        chain, needs_history = self.processors(temperature, mask)
+        chain, needs_history = self.processors(temperature, mask, plain)
         history = left_padded(prompts, self.tokenizer.pad_token_id, device)[0].repeat_interleave(n, dim=0) \
             if needs_history else None
         stop = torch.tensor(self.stop_ids, device=device)
@@ -211,7 +215,7 @@ class HFPolicy:
                                                             position[keep])
                 if history is not None:
                     history = history[keep]
-                chain, _ = self.processors(temperature, mask)
+                chain, _ = self.processors(temperature, mask, plain)
             if history is not None:
                 history = torch.cat([history, chosen[:, None]], dim=1)
             mask = torch.cat([mask, torch.ones((len(running), 1), dtype=mask.dtype, device=device)], dim=1)

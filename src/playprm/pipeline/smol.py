@@ -90,12 +90,15 @@ class SmolPreset:
     dpo_steps: int = 24
     dpo_batch: int = 4
     # value-weighted SFT (pipeline --wsft): the SFT adapter trained further by SFT on every turn of the branched
-    # rollouts DPO learns from, weighted by sft-data's default rule, for DPO's budget at a tenth of SFT's learning rate (the small
-    # preset's ratio); seed 0: −5.21 [−15.62, +4.17] against SFT greedy (with advantage weights, BENCHMARKS.md)
+    # rollouts DPO learns from, weighted by the presets' rule (DEFAULT_RULE, value), for DPO's budget at a tenth of
+    # SFT's learning rate (the small preset's ratio); seed 0: −5.21 [−15.62, +4.17] against SFT greedy (measured
+    # with advantage weights at 64 SFT steps, before the presets took value; BENCHMARKS.md)
     wsft: bool = False
-    # GRPO (pipeline --grpo): the SFT adapter trained further by train-grpo on the training instances, at the
-    # small preset's measured setting (temperature 0.5, lr 5e-5, episode advantage) with a budget a CPU affords a
-    # 135M model (grpo_steps x grpo_batch player sides); not yet measured on SmolLM2
+    # GRPO (pipeline --grpo): the SFT adapter trained further by train-grpo on the training instances, sampled at
+    # temperature 0.5 with the episode advantage (the small preset's measured setting), at lr 5e-5: this preset's own
+    # choice for a LoRA adapter, not measured (the small preset's full-weight policies train at 5e-5, the weaker one,
+    # and 5e-6, the trained one), with a budget a CPU affords a 135M model (grpo_steps x grpo_batch player sides);
+    # its row not yet measured on SmolLM2
     grpo: bool = False
     grpo_steps: int = 32
     grpo_generations: int = 4

@@ -112,7 +112,7 @@ def play(tasks: list[EpisodeTask], *, policy_name: str, run_dir: Path, gen_args:
         if not active:
             continue
         still = []
-        for episode in _with_retries(play_episodes, active) or active:
+        for episode in with_retries(play_episodes, active) or active:
             if episode.done:
                 finished(episode)
             else:
@@ -128,13 +128,17 @@ def load_error(broken: dict | None, task: EpisodeTask) -> BaseException:
     return (broken or {}).get(task.game, RuntimeError(f"game {task.game} did not load"))
 
 
-def _with_retries(call, episodes: list[Episode]):
+def with_retries(call, episodes: list[Episode]):
     """Run ``call(episodes)`` (a policy/PRM batch); retry once on failure, then fail these episodes and let the
-    run go on. A game's own failure never reaches here: ``Episode.play`` and ``fork`` fail their episode alone."""
+    run go on. A game's own failure never reaches here: ``Episode.play`` and ``fork`` fail their episode alone.
+    An error whose ``stops_run`` is true (train-grpo's ``RolloutError``: a run that cannot go on correctly) is
+    raised at once, neither retried nor recorded as the episodes' failure."""
     for attempt in range(POLICY_RETRIES + 1):
         try:
             return call(episodes)
         except Exception as error:  # a backend fault mid-batch
+            if getattr(error, "stops_run", False):
+                raise
             # a refusal (a server's 4xx: bad key, bad request) would only be refused again
             if attempt < POLICY_RETRIES and getattr(error, "retryable", True):
                 logger.warning("policy batch failed (%s); retrying", error)

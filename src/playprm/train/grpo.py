@@ -78,7 +78,7 @@ def rollout_function(config, rows, entries, tokenizer, template_kwargs, base, an
         raise UsageError(f"game {game} failed to load ({error}); fix it or leave it out with --game")
     chain = TokenChain(tokenizer, template_kwargs)
     settings = RolloutSettings(temperature=config.temperature, max_tokens=config.max_tokens, reward=config.reward,
-                               batch_size=config.rollout_batch_size)
+                               batch_size=config.rollout_batch_size, max_failed_share=config.max_failed_share)
     spec = PolicySpec(name="policy", backend="hf", model_id=base.model_id, chat_template_kwargs=template_kwargs)
     results_dir = Path(config.output_dir) / ROLLOUTS_FOLDER
     shaping = None

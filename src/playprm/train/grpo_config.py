@@ -38,6 +38,10 @@ class GRPOTrainingConfig(ModelCardArguments, GRPOConfig):
         max_tokens: tokens per reply (eval's ``--max-tokens``; TRL's ``max_completion_length`` is not applied to
             a rollout).
         rollout_batch_size: episodes in flight in one rollout (one generation call per turn for all of them).
+        max_failed_share: the share of a rollout's episodes that may fail (a generation that failed twice, a game
+            master that raised) before the run stops, in [0, 1]; default 0: any failed episode stops the run with
+            one line naming its game, player and cause. Failed episodes below the threshold get no reward and
+            train nothing; each step logs their count (``failed_episodes``).
         num_generations: G, the episodes of one instance in a group (TRL's default 8; at least 2).
         learning_rate: 1e-5 (TRL's GRPO default, 1e-6, is for full weights of large models; a LoRA update needs
             more). The small preset's full-weight policies take the rate their measurement chose.
@@ -47,6 +51,11 @@ class GRPOTrainingConfig(ModelCardArguments, GRPOConfig):
 
     No validation split: ``eval_strategy`` "no", no best checkpoint, no early stopping; ``logging_steps`` 1 (a
     step is a whole rollout). ``beta`` 0 (TRL's default: no reference model).
+
+    The rollout samples from softmax(logits / ``temperature``), the distribution TRL's loss scores; the sampling
+    settings it could not match in both places (``top_p``, ``top_k``, ``min_p``, ``repetition_penalty``,
+    ``generation_kwargs``) and ``use_vllm`` (playprm's sampler plays the episodes) are refused, and so is a
+    launch of several processes (``WORLD_SIZE`` > 1: the rollout is one process's).
     """
 
     game: list[str] | None = None
@@ -59,8 +68,12 @@ class GRPOTrainingConfig(ModelCardArguments, GRPOConfig):
     prm_lambda: float = 1.0
     max_tokens: int = field_defaults(EvalConfig)["max_tokens"]
     rollout_batch_size: int = 64
+    max_failed_share: float = 0.0
 
     num_generations: int | None = 4
+    # not TRL's 1.0: on the small preset's weaker policy 1.0 lost −5.03 to its greedy and 0.5 gained +2.01, 0.5 − 1.0
+    # +7.05 [+2.68, +12.08] on 298 held-out games (BENCHMARKS.md, runs a and d of the GRPO settings table)
+    temperature: float = 0.5
     learning_rate: float = 1e-5
     effective_batch_size: int | None = 16
     per_device_train_batch_size: int = 8
@@ -71,8 +84,25 @@ class GRPOTrainingConfig(ModelCardArguments, GRPOConfig):
     logging_steps: float = 1
 
     def __post_init__(self):
+        import os
+
         import torch
 
+        processes = os.environ.get("WORLD_SIZE", "1")
+        if processes.isdigit() and int(processes) > 1:
+            raise ValueError(f"train-grpo runs in one process (this launch has WORLD_SIZE={processes}): its rollout "
+                             "folder and groups are one process's; run it with python or playprm, not torchrun or "
+                             "accelerate launch")
+        refused = {"top_p": 1.0, "top_k": 0, "min_p": None, "repetition_penalty": 1.0, "generation_kwargs": None}
+        for name, default in refused.items():
+            value = getattr(self, name)
+            if value != default and not (name == "top_k" and value is None):
+                raise ValueError(f"--{name.replace('_', '-')} {value}: train-grpo's rollout samples from softmax(logits"
+                                 " / --temperature), the distribution TRL's loss scores; other sampling settings "
+                                 "would make the two differ. Leave it out (set --temperature only)")
+        if self.use_vllm:
+            raise ValueError("--use-vllm true: train-grpo's rollout plays the episodes with playprm's own sampler, "
+                             "which vLLM cannot replace; leave --use-vllm out")
         if self.reward not in REWARDS:
             raise ValueError(f"--reward {self.reward} is not one of {', '.join(REWARDS)}")
         if self.advantage not in ADVANTAGES:
@@ -90,6 +120,8 @@ class GRPOTrainingConfig(ModelCardArguments, GRPOConfig):
                              f"{self.advantage}")
         if not 0.0 <= self.prm_lambda <= 1.0:
             raise ValueError(f"--prm-lambda must be in [0, 1], not {self.prm_lambda}")
+        if not 0.0 <= self.max_failed_share <= 1.0:
+            raise ValueError(f"--max-failed-share must be in [0, 1], not {self.max_failed_share}")
         if self.limit is not None and self.limit < 1:
             raise ValueError(f"--limit must be at least 1, not {self.limit}")
         if self.activation_checkpointing is None:

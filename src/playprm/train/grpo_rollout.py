@@ -16,15 +16,24 @@ previous context with P's reply (as the game recorded it). Two consequences, bot
 the policy keeps seeing its own sampled reply where eval would re-render the reply the game recorded (the same
 text up to the backend's strip), and templates whose generation prompt is not kept in the history (Qwen3's empty
 think block with ``enable_thinking=False``) keep it in the row, as the policy saw it. A game that rewrites a
-player's history (its next context does not extend the previous one and the reply) fails loudly (``RolloutError``).
+player's history (its next context does not extend the previous one and the reply) stops the run (``RolloutError``,
+raised through the runner, never retried).
+
+A generation call that raises is retried once by the runner (``runner.with_retries``) from the state before the
+turn: ``turn_player`` writes nothing into an episode until its call returns, and the retry samples with the same
+seed, so a recovered rollout's rows are those of an undisturbed one. Episodes that fail anyway (the retry failed
+too, or the game master raised) are failed episodes: they get no reward (no reward is read for them), their rows
+train nothing, each step logs their count (``failed_episodes`` in ``trainer_state.json``), and a rollout with more
+than ``--max-failed-share`` of its episodes failed (default 0: any) stops the run with one line naming the first
+failed episode's game, player and cause.
 
 A reply cut at ``max_tokens`` has no end-of-turn token: the template's closing becomes game text (``env_mask`` 0)
 and the reply is trained as sampled (its reward is what the cut reply earned). TRL's
 ``mask_truncated_completions`` drops a row only where its last reply was cut.
 
 The reward of a row is the episode's outcome for the game (``REWARDS``), read from the scores clemcore's scorer
-wrote into the episode folder; an episode that errored or was aborted earns 0 (clemcore scores an aborted
-episode's Main Score NaN and counts it as not played). A row whose player never got a turn (the game ended
+wrote into the episode folder; an episode the game aborted (a reply that broke its rules) earns 0 (clemcore scores
+an aborted episode's Main Score NaN and counts it as not played). A row whose player never got a turn (the game ended
 before it) trains nothing and has no reward (TRL leaves it out of its group's baseline).
 
 With a PRM (``--prm-path``, ``Shaping``) the episode's reward is shaped turn by turn by potentials
@@ -45,7 +54,11 @@ _SENTINEL = "\u2063PLAYPRM_REPLY\u2063"
 
 
 class RolloutError(RuntimeError):
-    """A game or chat template the token rows cannot follow (a player's history rewritten)."""
+    """A rollout train-grpo cannot train on: a game or chat template the token rows cannot follow (a player's
+    history rewritten), or more failed episodes than ``--max-failed-share`` allows. It stops the run: the runner
+    raises it at once (``stops_run``) instead of failing the episodes in flight."""
+
+    stops_run = True
 
 
 def _main_score(record) -> float:
@@ -53,10 +66,10 @@ def _main_score(record) -> float:
     return 0.0 if score is None or record.outcome == "aborted" else score / 100.0
 
 
-# --reward: an episode record (results.read.EpisodeRecord, None for an errored episode) -> the reward in [0, 1]
+# --reward: the record of an episode that did not fail (results.read.EpisodeRecord) -> the reward in [0, 1]
 REWARDS = {
-    "main-score": lambda record: 0.0 if record is None else _main_score(record),
-    "success": lambda record: float(record is not None and record.outcome == "success"),
+    "main-score": _main_score,
+    "success": lambda record: float(record.outcome == "success"),
 }
 
 
@@ -144,6 +157,7 @@ class RolloutSettings:
     max_tokens: int
     reward: str  # a key of REWARDS
     batch_size: int = 64  # episodes in flight
+    max_failed_share: float = 0.0  # a rollout with a larger share of failed episodes stops the run
 
 
 def turn_player(policy, chain: TokenChain, settings: RolloutSettings, seed: int):
@@ -152,33 +166,38 @@ def turn_player(policy, chain: TokenChain, settings: RolloutSettings, seed: int)
     ``episode.tags["spec"]`` is the episode's ``RowSpec``). A turn of the trained player is appended to
     ``episode.tags["turns"]`` as ``(start, end, branch)``: where its sampled ids lie in the completion, and the
     episode's branch index at that turn (``tags["branch"]``, set by a fork; 0 otherwise)."""
-    calls = [0]
+    calls = [0]  # generation calls that returned: a retried call samples with the failed one's seed
 
     def play(episodes):
         pending = [e for e in episodes if not e.done]
-        prompts = []
+        prompts, deltas = [], []
         for episode in pending:
             tags = episode.tags
             if "trained" not in tags:
                 note_trained_player(episode)
             turn = episode.pending
-            row = tags["rows"].setdefault(turn.player, PlayerRow())
-            if row.context is None:
-                row.prompt_ids = chain.first(turn.context)
+            row = tags["rows"].get(turn.player)
+            # nothing is written into the episode before the call returns: a retry starts from the same state
+            if row is None:
+                delta, prompt = None, chain.first(turn.context)
             else:
                 delta = chain.delta(row.context, turn.context, row.last_reply,
                                     f"game {episode.task.game}, {turn.player} ({turn.game_role})")
-                row.completion_ids += delta
-                row.env_mask += [0] * len(delta)
-            row.context = turn.context
-            prompts.append(row.ids())
-        calls[0] += 1
+                prompt = row.ids() + delta
+            deltas.append(delta)
+            prompts.append(prompt)
         outputs = policy.generate_ids(prompts, n=1, temperature=settings.temperature,
-                                      max_tokens=settings.max_tokens, seed=seed * 100_003 + calls[0])
-        for episode, (candidate,) in zip(pending, outputs):
+                                      max_tokens=settings.max_tokens, seed=seed * 100_003 + calls[0] + 1,
+                                      plain_sampling=True)
+        calls[0] += 1
+        for episode, prompt, delta, (candidate,) in zip(pending, prompts, deltas, outputs):
             player = episode.pending.player
             episode.tags["log"].append((player, episode.pending.context, candidate.text))
-            row = episode.tags["rows"][player]
+            row = episode.tags["rows"].setdefault(player, PlayerRow(prompt_ids=prompt))
+            if delta is not None:
+                row.completion_ids += delta
+                row.env_mask += [0] * len(delta)
+            row.context = episode.pending.context
             if player == episode.tags["trained"]:
                 episode.tags["turns"].append((len(row.completion_ids), len(row.completion_ids) + len(candidate.token_ids),
                                               episode.tags.pop("branch", 0)))
@@ -219,13 +238,43 @@ def _task(spec: RowSpec, benchmarks: dict, run_dir: Path, index: int):
                        instance=spec.instance, episode_dir=folder, sample=index)
 
 
-def _rewards(run_dir: Path, reward: str) -> dict:
-    """``{episode folder: reward}`` of the episodes written under ``run_dir`` (errored ones are left out: 0)."""
+def _outcomes(run_dir: Path, reward: str) -> dict:
+    """``{episode folder: reward, or the failure's cause}`` of the episodes written under ``run_dir``. A failed
+    (errored) episode's record is never passed to ``REWARDS``: it has no outcome to read."""
     from playprm.results.read import iter_episodes
 
-    reward_of = REWARDS[reward]
-    values = {record.path.resolve(): reward_of(record) for record in iter_episodes(run_dir) if record.error is None}
-    return {path: value if math.isfinite(value) else 0.0 for path, value in values.items()}
+    reward_of, outcomes = REWARDS[reward], {}
+    for record in iter_episodes(run_dir):
+        if record.error is not None:
+            error = record.error
+            message = str(error.get("message", "")).strip().splitlines()
+            outcomes[record.path.resolve()] = Failure(f"{error.get('error', 'error')} at {error.get('stage', '?')}"
+                                                      + (f": {message[0][:300]}" if message else ""))
+        else:
+            value = reward_of(record)
+            outcomes[record.path.resolve()] = value if math.isfinite(value) else 0.0
+    return outcomes
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A failed episode's cause, where ``_outcomes`` holds a reward for the others."""
+
+    cause: str
+
+
+def _outcome(outcomes: dict, folder: Path):
+    return outcomes.get(folder.resolve(), Failure("no episode record was written"))
+
+
+def check_failures(failed: list[tuple[RowSpec, Failure]], episodes: int, max_share: float) -> None:
+    """Stop the run (``RolloutError``, one line) when more than ``max_share`` of a rollout's ``episodes`` failed;
+    ``failed``: (the failed row, its cause)."""
+    if failed and len(failed) > max_share * episodes:
+        spec, failure = failed[0]
+        raise RolloutError(f"{len(failed)} of {episodes} episodes of the rollout failed, more than --max-failed-share "
+                           f"{max_share:g} allows; the first: game {spec.game}, player {spec.player_index + 1} "
+                           f"({spec.key}): {failure.cause}")
 
 
 class RolloutRows:
@@ -234,11 +283,18 @@ class RolloutRows:
     def __init__(self, filler: int):
         self.filler = filler
         self.out = {"prompt_ids": [], "completion_ids": [], "env_mask": [], "logprobs": None, "episode_reward": [],
-                    "trained_share": [], "cut_replies": [], "token_advantages": []}
+                    "trained_share": [], "cut_replies": [], "token_advantages": [], "episode_failed": [],
+                    "episode": []}
 
-    def add(self, row: PlayerRow | None, reward: float | None, token_advantages: list[float] | None = None) -> None:
-        """A row (None, or a row without a turn: a placeholder that trains nothing and has no reward)."""
+    def add(self, row: PlayerRow | None, reward: float | None, token_advantages: list[float] | None = None, *,
+            failed: bool = False, folder: Path | None = None) -> None:
+        """A row (None, or a row without a turn: a placeholder that trains nothing and has no reward; ``failed``:
+        the row of a failed episode, a placeholder too); ``folder``: its episode's folder, where it has one."""
         out = self.out
+        out["episode_failed"].append(failed)
+        out["episode"].append(str(folder) if folder is not None else "")
+        if failed:
+            row = None
         if row is None or not row.completion_ids:
             row, reward, token_advantages = PlayerRow([self.filler], [self.filler], [0]), None, [0.0]
         out["prompt_ids"].append(row.prompt_ids)
@@ -279,14 +335,19 @@ def play_groups(specs: list[RowSpec], policy, chain: TokenChain, settings: Rollo
     runner.play(tasks, policy_name="policy", run_dir=run_dir, gen_args={"temperature": settings.temperature,
                 "max_tokens": settings.max_tokens}, play_episodes=tagged(turn_player(policy, chain, settings, seed)),
                 batch_size=settings.batch_size, progress=progress)
-    rewards = _rewards(run_dir, settings.reward)
+    written = _outcomes(run_dir, settings.reward)
+    outcomes = [_outcome(written, task.episode_dir) for task in tasks]
+    failed = [(spec, outcome) for spec, outcome in zip(specs, outcomes) if isinstance(outcome, Failure)]
+    check_failures(failed, len(tasks), settings.max_failed_share)
     rows = RolloutRows(chain.tokenizer.eos_token_id or 0)
-    played = [episodes.get(task.episode_dir) for task in tasks]
-    values = [rewards.get(task.episode_dir.resolve(), 0.0) for task in tasks]
+    played = [None if isinstance(outcome, Failure) else episodes.get(task.episode_dir)
+              for task, outcome in zip(tasks, outcomes)]
+    values = [None if isinstance(outcome, Failure) else outcome for outcome in outcomes]
     tokens = shaping.token_advantages(played, values, group_size) if shaping is not None else [None] * len(tasks)
-    for episode, value, token_advantages in zip(played, values, tokens):
+    for task, episode, value, token_advantages in zip(tasks, played, values, tokens):
         tags = episode.tags if episode is not None else {}
-        rows.add(tags.get("rows", {}).get(tags.get("trained")), value, token_advantages)
+        rows.add(tags.get("rows", {}).get(tags.get("trained")), value, token_advantages, failed=value is None,
+                 folder=task.episode_dir)
     return rows.out
 
 
@@ -300,6 +361,7 @@ def play_trees(specs: list[RowSpec], policy, chain: TokenChain, settings: Rollou
     from dataclasses import replace
 
     from playprm.episode import Episode
+    from playprm.play.runner import with_retries
 
     if len(specs) % group_size or any(specs[i] != specs[i - i % group_size] for i in range(len(specs))):
         raise RolloutError("the rollout's rows do not come in groups of --num-generations copies of one row")
@@ -327,27 +389,31 @@ def play_trees(specs: list[RowSpec], policy, chain: TokenChain, settings: Rollou
                 expanded += copies
             else:
                 expanded.append(episode)
-        play(expanded)
+        with_retries(play, expanded)  # as the runner plays a batch: once again from the same state, then failed
         leaves += [e for e in expanded if e.done]
         active = [e for e in expanded if not e.done]
     for number, leaf in enumerate(leaves):  # each leaf its own folder, as collect names its leaves
         leaf.task = replace(leaf.task, episode_dir=leaf.task.episode_dir.parent / f"{leaf.task.episode_dir.name}_l{number:03d}")
         leaf.write()
-    rewards = _rewards(run_dir, settings.reward)
+    written = _outcomes(run_dir, settings.reward)
+    outcome = {id(leaf): _outcome(written, leaf.task.episode_dir) for leaf in leaves}
+    failed = [(leaf.tags["spec"], outcome[id(leaf)]) for leaf in leaves if isinstance(outcome[id(leaf)], Failure)]
+    check_failures(failed, len(leaves), settings.max_failed_share)
     rows = RolloutRows(chain.tokenizer.eos_token_id or 0)
     for group in range(len(specs) // group_size):
         members = [leaf for leaf in leaves if leaf.tags["group"] == group]
-        played = [leaf for leaf in members if leaf.tags.get("turns")]
-        values = [rewards.get(leaf.task.episode_dir.resolve(), 0.0) for leaf in played]
+        played = [leaf for leaf in members if leaf.tags.get("turns") and not isinstance(outcome[id(leaf)], Failure)]
+        values = [outcome[id(leaf)] for leaf in played]
         advantages = tree_advantages([[branch for _, _, branch in leaf.tags["turns"]] for leaf in played], values)
         for leaf, value, turn_advantages in zip(played, values, advantages):
             row = leaf.tags["rows"][leaf.tags["trained"]]
             tokens = [0.0] * len(row.completion_ids)
             for (start, end, _), advantage in zip(leaf.tags["turns"], turn_advantages):
                 tokens[start:end] = [advantage] * (end - start)
-            rows.add(row, value, tokens)
-        for _ in range(group_size - len(played)):  # a leaf that ended with budget left, or no turn was played
-            rows.add(None, None)
+            rows.add(row, value, tokens, folder=leaf.task.episode_dir)
+        broken = sum(isinstance(outcome[id(leaf)], Failure) for leaf in members)
+        for k in range(group_size - len(played)):  # a failed leaf, one that ended with budget left, or no turn
+            rows.add(None, None, failed=k < broken)
     return rows.out
 
 
@@ -458,9 +524,13 @@ class Shaping:
         return out
 
 
-def episode_reward(prompts, completions, episode_reward, trained_share=None, log_metric=None, **kwargs):
-    """TRL reward function: the rollout's ``episode_reward`` of each row (never scored from text); logs the mean
-    share of trained tokens per row."""
+def episode_reward(prompts, completions, episode_reward, trained_share=None, episode_failed=None, log_metric=None,
+                   **kwargs):
+    """TRL reward function: the rollout's ``episode_reward`` of each row (never scored from text; None for a row
+    that trains nothing); logs the mean share of trained tokens per row and the rows of failed episodes
+    (``failed_episodes``)."""
     if log_metric is not None and trained_share:
         log_metric("trained_token_share", sum(trained_share) / len(trained_share))
+    if log_metric is not None and episode_failed is not None:
+        log_metric("failed_episodes", float(sum(episode_failed)))
     return list(episode_reward)

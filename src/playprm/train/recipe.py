@@ -240,10 +240,12 @@ def command_settings(args, config_class, explicit: dict[str, Any],
     return settings, inputs
 
 
-def add_run_arguments(parser, *, data_help: str | None, recipe_example: str) -> None:
+def add_run_arguments(parser, *, data_help: str | None, recipe_example: str,
+                      model_help: str = "base model: a Hugging Face folder, a model_registry.json name or a hub id"
+                      ) -> None:
     """The flags the train commands declare (``--data`` where ``data_help`` is given); every other
     ``--field VALUE`` is collected as an override."""
-    parser.add_argument("--model", help="base model: a Hugging Face folder, a model_registry.json name or a hub id")
+    parser.add_argument("--model", help=model_help)
     if data_help is not None:
         parser.add_argument("--data", type=Path, help=data_help)
     parser.add_argument("--output-dir", type=Path, help="folder for checkpoints, the trained model and metrics")
