@@ -32,3 +32,15 @@ def test_qwen_preset_writes_a_plan_with_the_model_card_settings(tmp_path, capsys
     assert "slurm/train_sft.sbatch" in script and "--shard" not in script  # the array script shards
     assert (plan / "slurm" / "eval_array.sbatch").is_file() and (plan / "recipes" / "qwen3.5-27b" / "sft.yaml").is_file()
     assert not (tmp_path / "results").exists()  # nothing ran
+
+
+def test_a_training_stage_that_stopped_after_a_checkpoint_resumes_on_a_rerun(tmp_path):
+    from playprm.pipeline.stages import resumed
+
+    argv = ["train-grpo", "--model", "m", "--output-dir", str(tmp_path / "grpo"), "--max-steps", "32"]
+    assert resumed(argv) == argv  # nothing there yet: a fresh run
+    (tmp_path / "grpo").mkdir()
+    assert resumed(argv) == argv
+    (tmp_path / "grpo" / "checkpoint-8").mkdir()
+    assert resumed(argv) == [*argv, "--resume"]
+    assert resumed(["eval", "--output-dir", str(tmp_path / "grpo")]) == ["eval", "--output-dir", str(tmp_path / "grpo")]

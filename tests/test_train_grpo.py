@@ -554,3 +554,76 @@ def test_the_tiny_recipe_plays_a_game_whose_rewards_vary_for_a_random_model(tiny
     state = json.loads((out / "trainer_state.json").read_text())
     spreads = [entry["reward_std"] for entry in state["log_history"] if "reward_std" in entry]
     assert len(spreads) == 2 and all(spread > 0 for spread in spreads)  # every step has rewards to learn from
+
+
+def test_self_play_trains_every_player_of_one_episode_against_its_own_group(tiny_models, tmp_path, one_cpu_thread):
+    """--self-play: a group of 4 rows of relay (two players) is 2 episodes, each giving player 1's and player 2's
+    row; each row's sampled tokens carry GRPO's advantage against its own player's rows, everything else 0."""
+    import statistics
+
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from playprm.models.base import PolicySpec
+    from playprm.models.hf import HFPolicy
+    from playprm.play.job import load_benchmarks, prepare_games
+    from playprm.train.grpo_rollout import RolloutSettings, TokenChain, play_groups, row_specs
+
+    model_dir = tiny_models["policy"]
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    policy = RecordingPolicy(HFPolicy(PolicySpec("p", "hf", str(model_dir)),
+                                      model=AutoModelForCausalLM.from_pretrained(model_dir), tokenizer=tokenizer))
+    entries, instances = prepare_games(["relay"], False, write_relay(tmp_path / "games", instances=1), None)
+    [spec] = row_specs(entries, instances, self_play=True)
+    assert spec.key.endswith("/self-play")
+    out = play_groups([spec] * 8, policy, TokenChain(tokenizer, {}), RolloutSettings(1.0, 3, "main-score"),
+                      tmp_path / "rollouts", load_benchmarks(entries)[0], seed=1, group_size=8, players=2)
+    assert len(list((tmp_path / "rollouts").rglob("interactions.json"))) == 4  # 4 episodes for 8 trained rows
+    assert out["episode"][0::2] == out["episode"][1::2] and len(set(out["episode"])) == 4
+    assert assert_rewards_are_the_episodes_scores(out) == 8
+    for row in range(8):  # player 1 opens with its own prompt, player 2 with the game's relay of player 1's reply
+        prompt = tokenizer.decode(out["prompt_ids"][row])
+        assert ("Talk about" in prompt) == (row % 2 == 0) and ("Answer the other player" in prompt) == (row % 2 == 1)
+        assert sum(1 for k, m in enumerate(out["env_mask"][row]) if m and (k == 0 or not out["env_mask"][row][k - 1])) == 3
+    for player in (0, 1):
+        mine = list(range(player, 8, 2))
+        group = [out["episode_reward"][i] for i in mine]
+        mean, spread = statistics.mean(group), statistics.stdev(group)
+        for i in mine:
+            expected = (out["episode_reward"][i] - mean) / (spread + 1e-4)
+            assert out["token_advantages"][i] == pytest.approx([expected * m for m in out["env_mask"][i]])
+    assert any(a != 0 for row in out["token_advantages"][0::2] for a in row)  # a spread in player 1's group
+    assert any(a != 0 for row in out["token_advantages"][1::2] for a in row)  # and in player 2's
+
+
+def test_self_play_grpo_trains_both_players_tokens_and_no_game_text(tiny_models, tmp_path, one_cpu_thread,
+                                                                     loss_advantages):
+    """Through TRL: the loss weighs each row's tokens by the per-token advantages times its mask, nonzero on rows
+    of both players and never on a token the game or the other player wrote (env_mask 0)."""
+    from transformers import AutoTokenizer
+    from trl import GRPOTrainer
+
+    masks = []
+    compute = GRPOTrainer._compute_loss
+
+    def spy(self, model, inputs):
+        masks.append((inputs["prompt_ids"], inputs["completion_mask"] * inputs["tool_mask"]))
+        return compute(self, model, inputs)
+
+    out = tmp_path / "self-play"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(GRPOTrainer, "_compute_loss", spy)
+        assert train_grpo_cli(tiny_models["policy"], write_relay(tmp_path / "games", instances=2), out,
+                              "--self-play", "true", "--max-steps", "2", "--max-tokens", "3", "--num-generations",
+                              "4", "--effective-batch-size", "8", "--lora-r", "4", "--lora-alpha", "8",
+                              "--learning-rate", "1e-2", game="relay") == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["self_play"] is True and metrics["episodes_played"] == 8  # 2 steps x 8 rows / 2 players
+    tokenizer = AutoTokenizer.from_pretrained(tiny_models["policy"])
+    trained = {0: 0, 1: 0}
+    for (prompts, mask), advantages in zip(masks, loss_advantages):
+        assert advantages.shape == mask.shape
+        assert not (advantages * (1 - mask)).any()  # nothing the game or the other player wrote is weighed
+        for prompt, weights in zip(prompts, advantages * mask):
+            player = 0 if "Talk about" in tokenizer.decode(prompt) else 1
+            trained[player] += int(weights.abs().sum() > 0)
+    assert trained[0] > 0 and trained[1] > 0, trained

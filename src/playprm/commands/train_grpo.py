@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from playprm.train.recipe import add_run_arguments
+from playprm.train.recipe import add_run_arguments, true_or_false
 
 # train-grpo's own settings and the GRPOConfig fields a run usually sets, declared so that --help lists them
 # (every other TrainingArguments / GRPOConfig field is still taken as --field-name VALUE); all default to the
@@ -21,7 +21,10 @@ OPTIONS = [
                         "potentials (--advantage episode)"),
     ("--prm-lambda", float, "--prm-path: λ of each reply's λ-return of the shaped rewards, in [0, 1] (default 1: the "
                             "outcome against the PRM's value of the state the reply answered)"),
-    ("--num-generations", int, "episodes of one instance in a group (default 4, at least 2)"),
+    ("--num-generations", int, "rows of one instance in a group (default 4, at least 2): episodes, or with "
+                               "--self-play true episodes x players"),
+    ("--self-play", true_or_false, "true: one episode trains every player the policy plays, each player's rows a "
+                                   "group of their own (half the episodes of a two-player game for the same rows)"),
     ("--temperature", float, "the rollout's sampling temperature, which the loss scores too (default 0.5, the small "
                              "preset's measured setting; no top-k, top-p or repetition penalty)"),
     ("--max-tokens", int, "tokens per reply (eval's --max-tokens)"),

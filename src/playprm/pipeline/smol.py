@@ -12,8 +12,8 @@ and the programmatic expert's best-of-4 (the room: it peeks at what the expert w
 row against SFT greedy and SFT greedy against the base and against the game's chance level (``CHANCE``).
 ``SmolPreset(baselines=True)`` adds greedy-anchored PRM and log-probability best-of-4. Opt-in rows train the SFT
 adapter further: ``--dpo`` (DPO on sibling pairs of its branched rollouts), ``--wsft`` (value-weighted SFT on every
-turn of the same rollouts) and ``--grpo`` (train-grpo on the training instances; built and tested on the tiny
-model, too slow to run on SmolLM2 on 2 cores so far).
+turn of the same rollouts) and ``--grpo`` (self-play train-grpo on the training instances: each episode trains
+both players; built and tested on the tiny model, its SmolLM2 row not measured yet).
 
 Sizes (issue 43, BENCHMARKS.md "The smol preset learns the game"): 96 held-out episodes a row, where a 10-point
 paired difference can show; 800 teacher episodes; 192 SFT steps of 4. The step count is the lever that made the
@@ -42,6 +42,7 @@ POLICY = "smol-sft"  # the registry name train-sft gives the policy
 # each game's quality under random play, which RESULTS.md pairs SFT greedy against: the guesser picks one of three
 # grids, so a guesser that keeps the format and answers at random wins a third of the reference games
 CHANCE = {"referencegame": 100 / 3}
+PLAYERS = {"referencegame": 2}  # GRPO's self-play groups: rows = episodes x players
 
 # the paired comparisons RESULTS.md shows
 PAIRS = [("sft-greedy", "base-greedy"), ("sft-prm-bon4", "sft-greedy"), ("sft-prm-anchored-bon4", "sft-greedy"),
@@ -98,11 +99,13 @@ class SmolPreset:
     # temperature 0.5 with the episode advantage (the small preset's measured setting), at lr 5e-5: this preset's own
     # choice for a LoRA adapter, not measured (the small preset's full-weight policies train at 5e-5, the weaker one,
     # and 5e-6, the trained one), with a budget a CPU affords a 135M model (grpo_steps x grpo_batch player sides);
-    # its row not yet measured on SmolLM2
+    # self-play (train-grpo --self-play): each episode trains both players, so a step of 16 player sides plays 8
+    # episodes where it played 16; its row not yet measured on SmolLM2
     grpo: bool = False
     grpo_steps: int = 32
-    grpo_generations: int = 4
-    grpo_batch: int = 16
+    grpo_generations: int = 4  # episodes of an instance in a group (each gives one row per player)
+    grpo_batch: int = 16  # player sides a step
+    grpo_save_steps: int = 8  # a stopped run resumes from its last checkpoint (the pipeline passes --resume)
 
     def rows(self, prm: str = "prm") -> list[GridRow]:
         """The evaluation grid on held-out instances after SFT (base greedy comes with its own stage)."""
@@ -228,11 +231,12 @@ class SmolPreset:
         held-out instances."""
         return [
             ("train-grpo", ["train-grpo", "--model", policy, "--games-dir", w(TRAIN), *games, "--output-dir",
-                            w("grpo/policy"), "--max-steps", str(self.grpo_steps), "--num-generations",
-                            str(self.grpo_generations), "--effective-batch-size", str(self.grpo_batch),
+                            w("grpo/policy"), "--max-steps", str(self.grpo_steps), "--self-play", "true",
+                            "--num-generations", str(self.grpo_generations * PLAYERS[self.game]),
+                            "--effective-batch-size", str(self.grpo_batch),
                             "--per-device-train-batch-size", str(self.grpo_batch), "--learning-rate", "5e-5",
                             "--temperature", "0.5", "--max-tokens", str(self.max_tokens), "--save-steps",
-                            str(self.grpo_steps), *schedule, "--model-name", f"{POLICY}-grpo"]),
+                            str(self.grpo_save_steps), *schedule, "--model-name", f"{POLICY}-grpo"]),
             ("eval sft-grpo-greedy", ["eval", "--policy-model", w("grpo/policy"), *eval_common,
                                       "--results-dir", w("results/sft-grpo-greedy")]),
         ]

@@ -46,6 +46,16 @@ def done_marker(argv: list[str]) -> Path | None:
     return Path(out) / DONE_FILES[command] if command in DONE_FILES else None
 
 
+def resumed(argv: list[str]) -> list[str]:
+    """``argv`` with ``--resume`` where it is a training stage whose output folder holds a checkpoint from a run
+    that stopped (the train commands refuse such a folder without it), so that rerunning the preset goes on from
+    there."""
+    if not argv[0].startswith("train-") or "--output-dir" not in argv or "--resume" in argv:
+        return argv
+    out = Path(argv[argv.index("--output-dir") + 1])
+    return [*argv, "--resume"] if out.is_dir() and any(out.glob("checkpoint-*")) else argv
+
+
 def run_steps(workdir: Path, steps: list[tuple[str, list[str]]], *, parser, done: str) -> int:
     """Run ``steps`` (stage, argv whose paths lie under ``workdir``) as playprm commands from the current
     directory, each parsed by ``parser`` (the ``playprm`` parser), printing each as a command a user could run
@@ -58,6 +68,7 @@ def run_steps(workdir: Path, steps: list[tuple[str, list[str]]], *, parser, done
         if marker is not None and marker.exists():
             print(f"\n== {stage}: done earlier ({marker} exists), skipped", flush=True)
             continue
+        argv = resumed(argv)
         print(f"\n== {stage}: playprm {shlex.join(argv)}", flush=True)
         start = time.perf_counter()
         code = run_stage(parser, argv)

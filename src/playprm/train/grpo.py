@@ -25,11 +25,20 @@ ROLLOUTS_FOLDER = "rollouts"  # the last rollout's episodes, clemcore's layout (
 def select_rows(config):
     """The games' entries and one ``RowSpec`` per (instance, player), checked against the batch; no model."""
     from playprm.play.job import prepare_games
-    from playprm.train.grpo_rollout import row_specs
+    from playprm.train.grpo_rollout import players_of, row_specs
 
     entries, instances = prepare_games(list(config.game or []), not config.game,
                                        Path(config.games_dir) if config.games_dir else None, config.limit)
-    rows = row_specs(entries, instances)
+    rows = row_specs(entries, instances, self_play=config.self_play)
+    if config.self_play:
+        counts = {entry.name: players_of(entry) for entry in entries}
+        if len(set(counts.values())) > 1:
+            raise UsageError(f"--self-play true trains games of one player count at a time; these differ: "
+                             f"{', '.join(f'{g} {n}' for g, n in sorted(counts.items()))}; choose them with --game")
+        players = next(iter(counts.values()), 1)
+        if config.num_generations % players:
+            raise UsageError(f"--self-play true: a group of --num-generations {config.num_generations} rows must be "
+                             f"whole episodes of {players} players each; give a multiple of {players}")
     groups = config.generation_batch_size // config.num_generations
     if groups > len(rows):
         raise UsageError(f"a rollout plays {groups} instances x {config.num_generations} episodes "
@@ -69,9 +78,17 @@ def rollout_function(config, rows, entries, tokenizer, template_kwargs, base, an
     from playprm.models.base import PolicySpec
     from playprm.models.hf import HFPolicy
     from playprm.play.job import load_benchmarks
-    from playprm.train.grpo_rollout import RolloutSettings, Shaping, TokenChain, play_groups, play_trees
+    from playprm.train.grpo_rollout import (
+        RolloutSettings,
+        Shaping,
+        TokenChain,
+        play_groups,
+        play_trees,
+        players_of,
+    )
 
     by_key = {row.key: row for row in rows}
+    players = max(players_of(entry) for entry in entries) if config.self_play else 1
     benchmarks, broken = load_benchmarks(entries)
     if broken:
         game, error = next(iter(broken.items()))
@@ -102,7 +119,8 @@ def rollout_function(config, rows, entries, tokenizer, template_kwargs, base, an
                                   group_size=config.num_generations,
                                   branch_factor=config.branch_factor or config.num_generations)
             return play_groups(specs, policy, chain, settings, results_dir, benchmarks, seed=seed, shaping=shaping,
-                               group_size=config.num_generations)
+                               group_size=config.num_generations, players=players,
+                               scale_rewards=config.scale_rewards)
         finally:
             model.train(was_training)
 
@@ -141,7 +159,7 @@ def train_grpo(config, start: StartPolicy, *, resume: bool = False, callbacks=()
     from trl import GRPOTrainer
 
     from playprm.train.base_model import import_gguf_base
-    from playprm.train.grpo_rollout import episode_reward
+    from playprm.train.grpo_rollout import episode_reward, players_of
     from playprm.train.sft import full_weight_trainer, load_tokenizer, save_policy_run
 
     check_start_policy(start, config)
@@ -160,7 +178,7 @@ def train_grpo(config, start: StartPolicy, *, resume: bool = False, callbacks=()
 
     model, peft_config = load_start_policy(AutoModelForCausalLM, base, start.adapter, config)
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is experimental in TRL 1.16: pinned <2
-    per_token = config.advantage == "tree" or config.prm_path is not None
+    per_token = config.advantage == "tree" or config.prm_path is not None or config.self_play
     trainer_class = token_advantage_trainer(GRPOTrainer) if per_token else GRPOTrainer
     trainer = (full_weight_trainer(trainer_class) if config.full_weights else trainer_class)(
         model=model,
@@ -173,14 +191,17 @@ def train_grpo(config, start: StartPolicy, *, resume: bool = False, callbacks=()
         rollout_func=rollout_function(config, rows, entries, tokenizer, template_kwargs, base, announce),
     )
     result = trainer.train(resume_from_checkpoint=checkpoint)
+    players_per_episode = max(players_of(entry) for entry in entries) if config.self_play else 1
     history = [entry for entry in trainer.state.log_history if "reward" in entry]
     metrics = {
         **run_summary(trainer, result),
         "first_reward": history[0]["reward"] if history else None,
         "last_reward": history[-1]["reward"] if history else None,
-        # one row is one episode's player side, used num_iterations times
+        # one row is one episode's player side (under --self-play, each of its players' sides is a row), used
+        # num_iterations times
         "episodes_played": trainer.state.global_step * config.per_device_train_batch_size
-        * config.gradient_accumulation_steps * config.world_size // config.num_iterations,
+        * config.gradient_accumulation_steps * config.world_size // config.num_iterations // players_per_episode,
+        "self_play": config.self_play,
         "rows": len(rows),
         "games": games,
         "reward": config.reward,

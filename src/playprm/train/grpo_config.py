@@ -35,6 +35,10 @@ class GRPOTrainingConfig(ModelCardArguments, GRPOConfig):
         prm_lambda: ``prm_path`` only: λ of the replies' λ-returns of the shaped rewards, in [0, 1]. 1 (the
             default): the outcome against the PRM's value of the state a reply answered (unbiased); 0: each
             reply's change of the PRM's value alone (dense, as right as the PRM).
+        self_play: every player of an episode is trained on it (the policy plays them all): a dataset row is an
+            instance, and a group of ``num_generations`` rows is ``num_generations / players`` episodes, each giving
+            one row per player; each player's rows are a GRPO group of their own. On a two-player game half the
+            episodes of the default for the same trained rows. ``episode`` advantage, no ``prm_path``.
         max_tokens: tokens per reply (eval's ``--max-tokens``; TRL's ``max_completion_length`` is not applied to
             a rollout).
         rollout_batch_size: episodes in flight in one rollout (one generation call per turn for all of them).
@@ -66,6 +70,7 @@ class GRPOTrainingConfig(ModelCardArguments, GRPOConfig):
     branch_factor: int | None = None
     prm_path: str | None = None
     prm_lambda: float = 1.0
+    self_play: bool = False
     max_tokens: int = field_defaults(EvalConfig)["max_tokens"]
     rollout_batch_size: int = 64
     max_failed_share: float = 0.0
@@ -118,6 +123,9 @@ class GRPOTrainingConfig(ModelCardArguments, GRPOConfig):
         if self.prm_path is not None and self.advantage != "episode":
             raise ValueError(f"--prm-path shapes the episode advantage; it does not combine with --advantage "
                              f"{self.advantage}")
+        if self.self_play and (self.advantage != "episode" or self.prm_path is not None):
+            raise ValueError("--self-play true trains every player on GRPO's episode advantage; it does not combine "
+                             "with --advantage tree or --prm-path")
         if not 0.0 <= self.prm_lambda <= 1.0:
             raise ValueError(f"--prm-lambda must be in [0, 1], not {self.prm_lambda}")
         if not 0.0 <= self.max_failed_share <= 1.0:

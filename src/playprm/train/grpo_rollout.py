@@ -73,9 +73,13 @@ REWARDS = {
 }
 
 
+SELF_PLAY = -1  # RowSpec.player_index of a --self-play row: every player of the episode is trained
+
+
 @dataclass(frozen=True)
 class RowSpec:
-    """One dataset row: a game instance and the index of the player (in the game master's order) trained."""
+    """One dataset row: a game instance and the index of the player (in the game master's order) trained, or
+    ``SELF_PLAY`` (every player, ``--self-play``)."""
 
     game: str
     experiment: dict
@@ -84,17 +88,25 @@ class RowSpec:
 
     @property
     def key(self) -> str:
-        return f"{self.game}/{self.experiment['name']}/{self.instance.get('game_id')}/player-{self.player_index + 1}"
+        who = "self-play" if self.player_index == SELF_PLAY else f"player-{self.player_index + 1}"
+        return f"{self.game}/{self.experiment['name']}/{self.instance.get('game_id')}/{who}"
 
 
-def row_specs(entries, instances: dict) -> list[RowSpec]:
+def players_of(entry) -> int:
+    """The players of a game entry (clemgame.json's ``players``: a number, or clembench's "one", "two", ...)."""
+    value = str(entry.spec.players).strip().lower()
+    words = {"one": 1, "two": 2, "three": 3, "four": 4}
+    return int(value) if value.isdigit() else words.get(value, 1)
+
+
+def row_specs(entries, instances: dict, *, self_play: bool = False) -> list[RowSpec]:
     """One row per (instance, player) of the selected games (``play.job.prepare_games``' output), every player
-    of a game being the policy's."""
+    of a game being the policy's; with ``self_play`` one row per instance (all its players trained)."""
     rows = []
     for entry in entries:
-        players = int(entry.spec.players) if str(entry.spec.players).isdigit() else 1
+        players = [SELF_PLAY] if self_play else range(players_of(entry))
         for experiment, instance in instances[entry.name]:
-            rows += [RowSpec(entry.name, experiment, instance, k) for k in range(players)]
+            rows += [RowSpec(entry.name, experiment, instance, k) for k in players]
     return rows
 
 
@@ -214,10 +226,11 @@ def turn_player(policy, chain: TokenChain, settings: RolloutSettings, seed: int)
 
 
 def note_trained_player(episode) -> None:
-    """Name the player the episode's row trains (``tags["spec"].player_index`` in the game master's order) and
-    start its bookkeeping."""
+    """Name the player the episode's row trains (``tags["spec"].player_index`` in the game master's order; the
+    first under ``--self-play``, whose rows read ``tags["players"]``) and start its bookkeeping."""
     names = [p.name for p in episode.game_master.get_players()]
-    episode.tags.update(trained=names[min(episode.tags["spec"].player_index, len(names) - 1)], turns=[], rows={},
+    index = max(episode.tags["spec"].player_index, 0)
+    episode.tags.update(trained=names[min(index, len(names) - 1)], players=names, turns=[], rows={},
                         log=[])  # log: (player, context, reply text) of every policy turn, for --prm-path
 
 
@@ -308,7 +321,7 @@ class RolloutRows:
 
 def play_groups(specs: list[RowSpec], policy, chain: TokenChain, settings: RolloutSettings, results_dir: Path,
                 benchmarks: dict, *, seed: int, progress: bool = False, shaping: Shaping | None = None,
-                group_size: int | None = None) -> dict:
+                group_size: int | None = None, players: int = 1, scale_rewards: str = "group") -> dict:
     """Play one episode per entry of ``specs`` (TRL's batch: each row repeated G times in a row) with ``policy``
     (an ``HFPolicy`` on the model being trained) and return ``rollout_func``'s dict: ``prompt_ids``,
     ``completion_ids``, ``env_mask``, ``logprobs`` (None: no importance-sampling correction without vLLM) and the
@@ -316,12 +329,20 @@ def play_groups(specs: list[RowSpec], policy, chain: TokenChain, settings: Rollo
     ``trained_share`` (env_mask 1 over the row's completion tokens), ``cut_replies`` and ``token_advantages``
     (zeros: episode-level GRPO leaves the advantage to TRL; with ``shaping``, each trained token's advantage
     from the PRM's potentials, ``group_size`` consecutive rows being one group). The episodes are written to
-    ``results_dir`` (replaced), clemcore's layout."""
+    ``results_dir`` (replaced), clemcore's layout.
+
+    ``players`` > 1 is self-play (``--self-play``, rows of ``SELF_PLAY`` specs): each group of ``group_size`` rows
+    is ``group_size / players`` episodes, and row ``e * players + p`` of a group is player p's side of episode e,
+    so one episode trains every player. Each player's rows are a group of their own: ``token_advantages`` holds
+    each sampled token's GRPO advantage against that player's group (``self_play_advantages``), which replaces
+    TRL's one advantage a row (TRL's groups would mix the players)."""
     from playprm.play import runner
 
+    if players > 1 and (shaping is not None or not group_size or group_size % players):
+        raise RolloutError(f"self-play needs groups of a multiple of {players} rows and no PRM shaping")
     run_dir = _fresh_run_dir(results_dir)
-    tasks = [_task(spec, benchmarks, run_dir, index) for index, spec in enumerate(specs)]
-    spec_of = {task.episode_dir: spec for task, spec in zip(tasks, specs)}
+    tasks = [_task(spec, benchmarks, run_dir, index) for index, spec in enumerate(specs[::players])]
+    spec_of = {task.episode_dir: spec for task, spec in zip(tasks, specs[::players])}
     episodes = {}
 
     def tagged(play):
@@ -337,9 +358,19 @@ def play_groups(specs: list[RowSpec], policy, chain: TokenChain, settings: Rollo
                 batch_size=settings.batch_size, progress=progress)
     written = _outcomes(run_dir, settings.reward)
     outcomes = [_outcome(written, task.episode_dir) for task in tasks]
-    failed = [(spec, outcome) for spec, outcome in zip(specs, outcomes) if isinstance(outcome, Failure)]
+    failed = [(spec, outcome) for spec, outcome in zip(specs[::players], outcomes) if isinstance(outcome, Failure)]
     check_failures(failed, len(tasks), settings.max_failed_share)
     rows = RolloutRows(chain.tokenizer.eos_token_id or 0)
+    if players > 1:
+        for task, outcome in zip(tasks, outcomes):
+            episode = None if isinstance(outcome, Failure) else episodes.get(task.episode_dir)
+            names = episode.tags["players"] if episode is not None else []
+            for p in range(players):
+                row = episode.tags["rows"].get(names[p]) if episode is not None and p < len(names) else None
+                rows.add(row, None if isinstance(outcome, Failure) else outcome,
+                         failed=isinstance(outcome, Failure), folder=task.episode_dir)
+        rows.out["token_advantages"] = self_play_advantages(rows.out, group_size, players, scale_rewards)
+        return rows.out
     played = [None if isinstance(outcome, Failure) else episodes.get(task.episode_dir)
               for task, outcome in zip(tasks, outcomes)]
     values = [None if isinstance(outcome, Failure) else outcome for outcome in outcomes]
@@ -349,6 +380,33 @@ def play_groups(specs: list[RowSpec], policy, chain: TokenChain, settings: Rollo
         rows.add(tags.get("rows", {}).get(tags.get("trained")), value, token_advantages, failed=value is None,
                  folder=task.episode_dir)
     return rows.out
+
+
+def self_play_advantages(out: dict, group_size: int, players: int, scale_rewards: str) -> list[list[float]]:
+    """Per row of a self-play rollout (``play_groups`` with ``players`` > 1), each completion token's advantage:
+    GRPO's (the row's reward against the mean of its player's rows in the group, over their standard deviation,
+    TRL's ``scale_rewards``: "group", "batch" or "none", with TRL's 1e-4) on the tokens the player sampled
+    (``env_mask`` 1), 0 on the game's and the other players' text. Rows without a reward (a player who never got a
+    turn, a failed episode) are left out of their group's statistics and train nothing."""
+    import statistics
+
+    rewards = out["episode_reward"]
+    counted = [r for r in rewards if r is not None]
+    batch_std = statistics.stdev(counted) if len(counted) > 1 else 0.0
+    advantage = [0.0] * len(rewards)
+    for first in range(0, len(rewards), group_size):
+        for p in range(players):
+            members = [i for i in range(first + p, min(first + group_size, len(rewards)), players)
+                       if rewards[i] is not None]
+            group = [rewards[i] for i in members]
+            if not group:
+                continue
+            mean = sum(group) / len(group)
+            std = statistics.stdev(group) if len(group) > 1 else 0.0
+            scale = {"group": std + 1e-4, "batch": batch_std + 1e-4}.get(scale_rewards, 1.0)
+            for i in members:
+                advantage[i] = (rewards[i] - mean) / scale
+    return [[advantage[i] * m for m in mask] for i, mask in enumerate(out["env_mask"])]
 
 
 def play_trees(specs: list[RowSpec], policy, chain: TokenChain, settings: RolloutSettings, results_dir: Path,

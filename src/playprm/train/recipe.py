@@ -140,6 +140,16 @@ def parse_value(name: str, raw: str | None, kind: Any) -> Any:
 _NO_MATCH = object()
 
 
+def true_or_false(raw: str) -> bool:
+    """An argparse ``type`` for a boolean flag given as ``--name true|false`` (as overrides take it)."""
+    import argparse
+
+    value = _parse_as(bool, raw, False)
+    if value is _NO_MATCH:
+        raise argparse.ArgumentTypeError(f"{raw!r} is not true or false")
+    return value
+
+
 def _parse_as(option: Any, raw: str, single_word_list: bool) -> Any:
     origin = typing.get_origin(option) or option
     lowered = raw.strip().lower()

@@ -1,0 +1,80 @@
+"""The cost of a train-grpo step for the same trained player rows: GRPO's episode rows (one episode per
+(instance, player) row) against self-play (``--self-play true``: one episode gives a row for each player).
+
+Usage: python benchmarks/grpo_step.py POLICY GAMES_DIR [--game referencegame] [--rows 16] [--generations 4]
+       [--steps 2] [--rounds 2] [--threads 2] [--max-tokens 56]
+
+POLICY: a train-sft output folder (e.g. ``runs/smol_s0/sft-policy`` of ``pipeline --preset smol``); GAMES_DIR: its
+training instances (``runs/smol_s0/splits/train``). Each round runs train-grpo for ``--steps`` steps in each mode,
+alternated A B A B in one process, at the smol preset's settings (temperature 0.5, lr 5e-5, ``--rows`` player
+rows a step, ``--generations`` episodes of an instance a group); a callback times every optimizer step (the
+rollout and the update). Prints each mode's step seconds, the episodes a step plays and the ratio of the medians.
+"""
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+from transformers import TrainerCallback
+
+from playprm.train.base_model import resolve_start_policy
+from playprm.train.grpo import train_grpo
+from playprm.train.grpo_config import GRPOTrainingConfig
+from playprm.train.recipe import build_config
+
+
+class StepTimer(TrainerCallback):
+    def __init__(self):
+        self.seconds, self.start = [], None
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        self.start = time.perf_counter()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        self.seconds.append(time.perf_counter() - self.start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("policy")
+    parser.add_argument("games_dir")
+    parser.add_argument("--game", default="referencegame")
+    parser.add_argument("--players", type=int, default=2)
+    parser.add_argument("--rows", type=int, default=16)
+    parser.add_argument("--generations", type=int, default=4)
+    parser.add_argument("--steps", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--max-tokens", type=int, default=56)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    modes = {"episode rows": {"num_generations": args.generations},
+             "self-play": {"num_generations": args.generations * args.players, "self_play": True}}
+    seconds: dict[str, list[float]] = {name: [] for name in modes}
+    with tempfile.TemporaryDirectory() as scratch:
+        for round_ in range(args.rounds):
+            for name, settings in modes.items():
+                timer = StepTimer()
+                config = build_config(GRPOTrainingConfig, {
+                    "game": [args.game], "games_dir": args.games_dir, "max_steps": args.steps,
+                    "effective_batch_size": args.rows, "per_device_train_batch_size": args.rows,
+                    "learning_rate": 5e-5, "temperature": 0.5, "max_tokens": args.max_tokens, "save_strategy": "no",
+                    "lr_scheduler_type": "constant", "warmup_steps": 0, "disable_tqdm": True, "seed": round_,
+                    "output_dir": str(Path(scratch) / f"{round_}-{name}"), **settings})
+                train_grpo(config, resolve_start_policy(args.policy), callbacks=[timer], announce=lambda text: None)
+                seconds[name] += timer.seconds
+                print(f"round {round_ + 1}, {name}: " + ", ".join(f"{s:.1f}" for s in timer.seconds) + " s a step",
+                      flush=True)
+    for name, values in seconds.items():
+        episodes = args.rows // (args.players if "self_play" in modes[name] else 1)
+        print(f"{name}: median {statistics.median(values):.1f} s a step of {args.rows} player rows, "
+              f"{episodes} episodes")
+    ratio = statistics.median(seconds["self-play"]) / statistics.median(seconds["episode rows"])
+    print(f"self-play / episode rows: {ratio:.2f}x a step for the same trained rows")
+
+
+if __name__ == "__main__":
+    main()
