@@ -99,6 +99,7 @@ def test_a_game_that_rewrites_history_stops_an_episode_mode_run(tiny_models, tmp
     out = tmp_path / "run"
     code = train_grpo_cli(tiny_models["policy"], write_amnesia(tmp_path / "games"), out, "--max-steps", "1",
                           "--max-tokens", "2", "--effective-batch-size", "4", "--lora-r", "4", "--lora-alpha", "8",
+                          "--max-failed-share", "1",  # were the error taken for failed episodes, the run would go on
                           game="amnesia")
     error = capsys.readouterr().err.strip().splitlines()
     assert code == 1 and error[-1].startswith("playprm train-grpo: stopped: game amnesia, Player 1"), error
@@ -212,6 +213,42 @@ def test_failed_episodes_get_no_reward_and_stop_the_run_past_the_threshold(tiny_
         == [None, None, 0.5, 1.0] and ("failed_episodes", 2.0) in read
 
 
+def test_a_tree_rollout_retries_from_the_same_state_and_counts_what_still_fails(card_models, tmp_path,
+                                                                               one_cpu_thread):
+    """--advantage tree plays its batches as the runner does: a call that raises once is played again from the same
+    state (the rows of an undisturbed tree), a call that keeps raising fails its leaves, which stop the rollout by
+    default and otherwise come back as rows that train nothing."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from playprm.models.base import PolicySpec
+    from playprm.models.hf import HFPolicy
+    from playprm.play.job import load_benchmarks, prepare_games
+    from playprm.train.grpo_rollout import RolloutError, RolloutSettings, TokenChain, play_trees, row_specs
+
+    model_dir = card_models["policy"]
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    entries, instances = prepare_games(["relay"], False, write_relay(tmp_path / "games", instances=1), None)
+    first_player = row_specs(entries, instances)[0]
+    benchmarks = load_benchmarks(entries)[0]
+
+    def tree(name, failing=(), times=1, share=0.0):
+        policy = FlakyPolicy(HFPolicy(PolicySpec("p", "hf", str(model_dir)), model=model, tokenizer=tokenizer),
+                             set(failing), times)
+        return play_trees([first_player] * 4, policy, TokenChain(tokenizer, {}),
+                          RolloutSettings(1.0, 3, "main-score", max_failed_share=share), tmp_path / name, benchmarks,
+                          seed=0, group_size=4, branch_factor=2)
+
+    plain, flaky = tree("plain"), tree("flaky", failing={2})
+    for key in ("prompt_ids", "completion_ids", "env_mask", "episode_reward", "token_advantages"):
+        assert flaky[key] == plain[key], key
+    with pytest.raises(RolloutError, match="2 of 2 episodes of the rollout failed"):  # forked in two, then failed
+        tree("stopped", failing={2}, times=2)
+    kept = tree("kept", failing={2}, times=2, share=1.0)
+    assert kept["episode_failed"] == [True] * 4 and kept["episode_reward"] == [None] * 4
+    assert all(sum(mask) == 0 for mask in kept["env_mask"])
+
+
 def test_the_rollout_samples_from_the_temperature_alone(card_models, tmp_path, one_cpu_thread):
     """The generation config's top-k (here 1: greedy) is not applied to the rollout's sampling, which TRL's loss
     scores as softmax(logits / temperature); eval's sampling keeps it, as clemcore's generate does."""
@@ -263,7 +300,16 @@ def test_interrupted_grpo_resumes_to_the_weights_of_an_uninterrupted_run(card_mo
     with pytest.raises(KeyboardInterrupt):
         run(tmp_path / "cut", callbacks=[StopAtStep(3).callback])
     assert (tmp_path / "cut" / "checkpoint-2").is_dir() and not (tmp_path / "cut" / "metrics.json").exists()
-    resumed = run(tmp_path / "cut", resume=True)
+    from transformers import TrainerCallback
+
+    class Steps(TrainerCallback):
+        seen: list[int] = []
+
+        def on_step_end(self, args, state, control, **kwargs):
+            self.seen.append(state.global_step)
+
+    resumed = run(tmp_path / "cut", resume=True, callbacks=[Steps()])
+    assert Steps.seen == [3]  # one rollout after checkpoint-2, not a fresh run of three
     assert resumed["global_step"] == straight["global_step"] == 3
     assert rewards(tmp_path / "cut") == rewards(tmp_path / "straight")
     expected, actual = (load_file(tmp_path / name / "adapter_model.safetensors") for name in ("straight", "cut"))
@@ -284,6 +330,8 @@ def test_interrupted_grpo_resumes_to_the_weights_of_an_uninterrupted_run(card_mo
     (["--top-p", "0.5"], "--top-p 0.5: train-grpo's rollout samples from softmax(logits / --temperature)"),
     (["--top-k", "20"], "--top-k 20: train-grpo's rollout samples from softmax"),
     (["--repetition-penalty", "1.1"], "--repetition-penalty 1.1: train-grpo's rollout samples"),
+    (["--min-p", "0.1"], "--min-p 0.1: train-grpo's rollout samples"),
+    (["--generation-kwargs", '{"top_p": 0.5}'], "--generation-kwargs {'top_p': 0.5}: train-grpo's rollout samples"),
     (["--use-vllm", "true"], "--use-vllm true: train-grpo's rollout plays the episodes with playprm's own sampler"),
     (["-g", "firstletter", "relay", "--effective-batch-size", "64", "--per-device-train-batch-size", "8"],
      "more than the 12 (instance, player) rows"),  # -g takes several games, as eval does: 8 + 2 x 2 rows
@@ -301,21 +349,33 @@ def test_bad_inputs_are_one_line_errors_before_any_model_loads(extra, expected, 
     assert not (tmp_path / "out").exists()
 
 
-def test_clem_run_plays_the_entry_train_grpo_writes_as_written(card_models, tmp_path):
-    from test_clemcore_parity import clem, episodes, workspace
+def test_clem_run_plays_the_entry_train_grpo_writes_as_written(card_models, tmp_path, monkeypatch):
+    """clemcore's clem run, given the registry entry exactly as train-grpo wrote it, plays the trained adapter: its
+    episodes are playprm eval's with that adapter (turn for turn, up to a near-tie), and the adapter's play is not
+    the base model's (a large step makes sure the adapter changes the greedy replies)."""
+    from test_clemcore_parity import clem, compare_episodes, episodes, events, smallest_top2_gap, workspace
 
     out = tmp_path / "Qwen3.5-27B-grpo"
     assert train_grpo_cli(card_models["policy"], write_firstletter(tmp_path / "games"), out, "--max-steps", "1",
                           "--max-tokens", "2", "--effective-batch-size", "8", "--lora-r", "4", "--lora-alpha", "8",
+                          "--learning-rate", "1e-1", "--lr-scheduler-type", "constant", "--warmup-steps", "0",
                           "--model-name", "grpo-adapter") == 0
     [entry] = json.loads((out / "model_registry.json").read_text())
     assert entry["model_config"]["peft_model"] == str(out.resolve()) and (out / "adapter_model.safetensors").is_file()
-    root = workspace(tmp_path / "clem", card_models["policy"])
+    root = workspace(tmp_path / "clem", card_models["policy"], games_played=["referencegame"])
     shutil.copy(out / "model_registry.json", root / "model_registry.json")  # the entry exactly as written
     clem("run", "-g", "referencegame", "-m", "grpo-adapter", "-r", "res", "-t", "0.0", "-l", "6", "-b", "4", cwd=root)
-    played = episodes(root / "res")
-    assert len(played) == 4 and all((episode / "interactions.json").is_file() for episode in played.values())
+    clem("score", "-r", "res", cwd=root)
     assert not list((root / "res").rglob("error.json"))
+    monkeypatch.chdir(root)
+    for name, model in (("ours", "grpo-adapter"), ("base", str(card_models["policy"]))):
+        assert main(["eval", "--policy-model", model, "-g", "referencegame", "--max-tokens", "6", "--results-dir",
+                     name]) == 0
+    theirs, ours, base = episodes(root / "res"), episodes(root / "ours"), episodes(root / "base")
+    equal, flips = compare_episodes(theirs, ours, lambda prompt: smallest_top2_gap(card_models["policy"], prompt,
+                                                                                  adapter=out, max_tokens=6))
+    assert len(ours) == 4 and equal + len(flips) == 4 and len(flips) <= 1
+    assert any(events(ours[key]) != events(base[key]) for key in ours)  # the adapter is what was played
 
 
 @pytest.mark.parametrize("recipe", sorted((Path(__file__).resolve().parents[1] / "recipes").glob("*/grpo*.yaml")),

@@ -469,7 +469,8 @@ def play_trees(specs: list[RowSpec], policy, chain: TokenChain, settings: Rollou
             for (start, end, _), advantage in zip(leaf.tags["turns"], turn_advantages):
                 tokens[start:end] = [advantage] * (end - start)
             rows.add(row, value, tokens, folder=leaf.task.episode_dir)
-        broken = sum(isinstance(outcome[id(leaf)], Failure) for leaf in members)
+        # a failed leaf stands for the rows of its budget (the leaves it would have grown into)
+        broken = sum(leaf.tags.get("budget", 1) for leaf in members if isinstance(outcome[id(leaf)], Failure))
         for k in range(group_size - len(played)):  # a failed leaf, one that ended with budget left, or no turn
             rows.add(None, None, failed=k < broken)
     return rows.out
