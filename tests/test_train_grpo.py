@@ -604,13 +604,13 @@ def test_help_lists_every_setting_train_grpo_adds_to_trls(capsys):
     assert "-g NAME|SPEC [NAME|SPEC ...]" in text and "base model" not in text
 
 
-def test_the_tiny_recipe_plays_a_game_whose_rewards_vary_for_a_random_model(tiny_models, tmp_path, monkeypatch,
+def test_the_tiny_recipe_plays_a_game_whose_rewards_vary_for_a_random_model(card_models, tmp_path, monkeypatch,
                                                                            one_cpu_thread):
     root = Path(__file__).resolve().parents[1]
     monkeypatch.chdir(root)  # the recipe names its game folder from the repository root, as its comment runs it
     out = tmp_path / "tiny-grpo"
     assert main(["train-grpo", "--config", str(root / "recipes" / "tiny" / "grpo.yaml"), "--model",
-                 str(tiny_models["policy"]), "--output-dir", str(out), "--max-steps", "2"]) == 0
+                 str(card_models["policy"]), "--output-dir", str(out), "--max-steps", "2"]) == 0
     state = json.loads((out / "trainer_state.json").read_text())
     spreads = [entry["reward_std"] for entry in state["log_history"] if "reward_std" in entry]
     assert len(spreads) == 2 and all(spread > 0 for spread in spreads)  # every step has rewards to learn from
