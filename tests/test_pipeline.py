@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from playprm.cli import main
 
 
-def test_tiny_pipeline_runs_every_stage_and_prints_the_comparison(tmp_path, capsys):
-    assert main(["pipeline", "--preset", "tiny", "--workdir", str(tmp_path)]) == 0
+def test_tiny_pipeline_runs_every_stage_and_prints_the_comparison(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)  # --threads sets it for the process: undone after the test
+    assert main(["--threads", "1", "pipeline", "--preset", "tiny", "--workdir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     for stage in ("make-tiny", "collect", "sft-data", "train-sft", "prm-data", "train-prm", "eval greedy",
                   "eval best-of-n", "eval beam-search", "report"):
@@ -18,6 +21,8 @@ def test_tiny_pipeline_runs_every_stage_and_prints_the_comparison(tmp_path, caps
     runs = {p.parent.name: json.loads(p.read_text()) for p in (tmp_path / "results").glob("*/playprm_run.json")}
     assert sorted(r["mode"] for r in runs.values()) == ["beam-search", "best-of-n", "greedy"]
     assert json.loads((tmp_path / "model_registry.json").read_text())[0]["model_name"] == "tiny-sft"
+    threads = json.loads((tmp_path / "stage_threads.json").read_text())  # each stage's threads, as --threads set
+    assert {"make-tiny", "train-sft", "eval greedy"} <= set(threads) and set(threads.values()) == {1}
 
     # rerunning skips finished stages and resumes the rest
     assert main(["pipeline", "--preset", "tiny", "--workdir", str(tmp_path)]) == 0
@@ -44,3 +49,25 @@ def test_a_training_stage_that_stopped_after_a_checkpoint_resumes_on_a_rerun(tmp
     (tmp_path / "grpo" / "checkpoint-8").mkdir()
     assert resumed(argv) == [*argv, "--resume"]
     assert resumed(["eval", "--output-dir", str(tmp_path / "grpo")]) == ["eval", "--output-dir", str(tmp_path / "grpo")]
+
+
+def test_a_rerun_with_the_same_argv_and_threads_plays_the_same_episodes(tiny_models, tmp_path, monkeypatch):
+    """Sampled play at temperature 1 twice with --threads 1: the same replies, turn for turn (float sums in another
+    order, as another thread count gives, could change a sampled token)."""
+    from test_clemcore_parity import events
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    played = []
+    for name in ("a", "b"):
+        assert main(["--threads", "1", "eval", "--policy-model", str(tiny_models["policy"]), "-g", "referencegame",
+                     "--limit", "2", "--temperature", "1.0", "--max-tokens", "8", "--seed", "3", "--results-dir",
+                     str(tmp_path / name)]) == 0
+        played.append({p.parent.relative_to(tmp_path / name).as_posix(): events(p.parent)
+                       for p in sorted((tmp_path / name).rglob("interactions.json"))})
+    assert played[0] and played[0] == played[1]
+
+
+def test_threads_must_be_a_positive_whole_number(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--threads", "0", "games"])
+    assert exit_.value.code == 2 and "'0' is not a positive whole number" in capsys.readouterr().err

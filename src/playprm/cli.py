@@ -9,6 +9,7 @@ Command modules import heavy libraries (torch, transformers) inside their run fu
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -99,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
+    if args.threads:  # choose_cpu_threads reads it in every stage, as the user's own OMP_NUM_THREADS
+        os.environ["OMP_NUM_THREADS"] = str(args.threads)
     run_log = getattr(args, "run_log", None)  # a command that plays names the argument holding its run's folder
     configure_logging(args.verbose, getattr(args, run_log) if run_log else None)
     if not args.verbose:  # clemcore logs every game load at INFO to the console

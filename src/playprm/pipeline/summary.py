@@ -19,7 +19,7 @@ import pandas as pd
 
 from playprm import atomic
 from playprm.pipeline.small import PAIRS, SmallPreset
-from playprm.pipeline.stages import STAGE_FILE
+from playprm.pipeline.stages import STAGE_FILE, THREADS_FILE
 from playprm.report.clemscore import AVERAGE_PLAYED, CI_HIGH, CI_LOW, CLEMSCORE, QUALITY, game_names
 
 SMALL_TITLE = "the card's claim at small scale"
@@ -277,13 +277,14 @@ def write_results(workdir: Path, *, command: str, seed: int, pairs: list[tuple[s
                         for k in ("accuracy", "pairs", "contexts", "delta_over_sigma", "games")}}
     prm.update(auroc=prm["heldout"]["auroc"], brier=prm["heldout"]["brier"])
     stages = json.loads((workdir / STAGE_FILE).read_text()) if (workdir / STAGE_FILE).is_file() else {}
+    threads = json.loads((workdir / THREADS_FILE).read_text()) if (workdir / THREADS_FILE).is_file() else {}
     switches = {r["name"]: switch_outcomes(workdir, r["name"]) for r in rows if r.get("selection") == "anchored"
                 and r.get("policy") == "sft"}
     shares = room_shares(rows)
     for row in rows:
         row["room_share"] = shares[row["name"]]
     document = {"title": title, "about": list(about), "command": command, "seed": seed, "rows": rows, "paired": [d.as_dict() for d in paired],
-                "switches": switches, "prm": prm, "stage_seconds": stages, "versions": _versions()}
+                "switches": switches, "prm": prm, "stage_seconds": stages, "stage_threads": threads, "versions": _versions()}
     document["glance"] = glance(rows, document["paired"], stages)
     json_path = atomic.write_json(workdir / "results.json", document)
     plot_against_n(rows, workdir / "clemscore_vs_n.png")
@@ -428,8 +429,10 @@ def _markdown(document: dict, paired_table: str) -> str:
                                                 for r in rows])
     prm = document["prm"]
     stages = document["stage_seconds"]
-    stage_table = markdown_table(["stage", "seconds"], [[k, f"{v:.0f}"] for k, v in stages.items()]
-                                 + [["total", f"{sum(stages.values()):.0f}"]]) if stages else "(not recorded)"
+    threads = document.get("stage_threads") or {}
+    stage_table = markdown_table(["stage", "seconds", "torch threads"],
+                                 [[k, f"{v:.0f}", str(threads.get(k, "not recorded"))] for k, v in stages.items()]
+                                 + [["total", f"{sum(stages.values()):.0f}", ""]]) if stages else "(not recorded)"
     heldout = prm["heldout"]
     versions = ", ".join(f"{k} {v}" for k, v in document["versions"].items())
     return "\n".join([
