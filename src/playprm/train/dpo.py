@@ -75,6 +75,10 @@ def policy_dpo_trainer():
     """
     from trl import DPOTrainer
 
+    from playprm.train.fused_head import score_labelled_positions_only
+
+    score_labelled_positions_only()
+
     class PolicyDPOTrainer(DPOTrainer):
         def _prepare_dataset(self, dataset, processing_class, args, dataset_name):
             if args.max_length is None:

@@ -159,6 +159,7 @@ def train_grpo(config, start: StartPolicy, *, resume: bool = False, callbacks=()
     from trl import GRPOTrainer
 
     from playprm.train.base_model import import_gguf_base
+    from playprm.train.fused_head import score_labelled_positions_only
     from playprm.train.grpo_rollout import episode_reward, players_of
     from playprm.train.sft import full_weight_trainer, load_tokenizer, save_policy_run
 
@@ -177,6 +178,7 @@ def train_grpo(config, start: StartPolicy, *, resume: bool = False, callbacks=()
                  f" groups per rollout; reward {config.reward}")
 
     model, peft_config = load_start_policy(AutoModelForCausalLM, base, start.adapter, config)
+    score_labelled_positions_only()
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is experimental in TRL 1.16: pinned <2
     per_token = config.advantage == "tree" or config.prm_path is not None or config.self_play
     trainer_class = token_advantage_trainer(GRPOTrainer) if per_token else GRPOTrainer

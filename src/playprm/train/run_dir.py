@@ -137,10 +137,11 @@ def whole_run_loss(log_history: list[dict], global_step: int, resumed_at: int,
 
 
 def training_callbacks(config, callbacks=()) -> list:
-    """``callbacks`` plus early stopping on ``metric_for_best_model`` when the config asks for it."""
+    """``callbacks`` plus early stopping on ``metric_for_best_model`` when the config asks for it (and evaluates:
+    with ``--eval-strategy no`` there is nothing to stop on, and transformers' callback would stop the run)."""
     from transformers import EarlyStoppingCallback
 
     extra = list(callbacks)
-    if config.early_stopping_patience:
+    if config.early_stopping_patience and str(getattr(config.eval_strategy, "value", config.eval_strategy)) != "no":
         extra.append(EarlyStoppingCallback(early_stopping_patience=config.early_stopping_patience))
     return extra

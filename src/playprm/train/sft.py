@@ -280,6 +280,9 @@ def build_sft_trainer(config, model, tokenizer, train: TokenizedSplit, validatio
     from datasets import Dataset
     from trl import SFTTrainer
 
+    from playprm.train.fused_head import score_labelled_positions_only
+
+    score_labelled_positions_only()
     trainer_class = weighted_sft_trainer(SFTTrainer) if train.weighted else SFTTrainer
     return (full_weight_trainer(trainer_class) if config.full_weights else trainer_class)(
         model=model,
