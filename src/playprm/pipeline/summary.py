@@ -37,7 +37,11 @@ SMOL_ABOUT = [
     "`splits/train`), the same episodes for every row (96 at the preset's sizes, where a paired difference of about "
     "10 points can show); the line `chance (a random guess)` pairs SFT greedy against a guesser that keeps the "
     "format and picks one of the three grids at random (33.33). Sizes and their measurements: "
-    "`playprm.pipeline.smol`."]
+    "`playprm.pipeline.smol`.",
+    "- run-to-run spread: two runs of seed 0 with the same argv gave SFT greedy 81.25 and 68.75 (1 torch thread "
+    "beside another job and a resume at step 128, against 2 threads on a quiet machine, 2026-12-06; BENCHMARKS.md), a "
+    "12.5-point spread of the same size as the paired CIs below. A difference inside that spread is not an effect "
+    "until it holds on other seeds; each stage's threads are in the stage table (`playprm --threads N` fixes them)."]
 
 # best-of-N lines of the plots: (scorer, selection) of the trained policy's ungated rows, and their label
 ROW_KINDS = [(("prm", "argmax"), "PRM, argmax (the card's)"), (("prm", "anchored"), "PRM, greedy-anchored"),
