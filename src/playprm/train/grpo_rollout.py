@@ -285,9 +285,9 @@ def check_failures(failed: list[tuple[RowSpec, Failure]], episodes: int, max_sha
     ``failed``: (the failed row, its cause)."""
     if failed and len(failed) > max_share * episodes:
         spec, failure = failed[0]
+        who = "every player (self-play)" if spec.player_index == SELF_PLAY else f"player {spec.player_index + 1}"
         raise RolloutError(f"{len(failed)} of {episodes} episodes of the rollout failed, more than --max-failed-share "
-                           f"{max_share:g} allows; the first: game {spec.game}, player {spec.player_index + 1} "
-                           f"({spec.key}): {failure.cause}")
+                           f"{max_share:g} allows; the first: game {spec.game}, {who} ({spec.key}): {failure.cause}")
 
 
 class RolloutRows:
