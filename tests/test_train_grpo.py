@@ -674,9 +674,10 @@ def test_self_play_grpo_trains_both_players_tokens_and_no_game_text(tiny_models,
         patch.setattr(GRPOTrainer, "_compute_loss", spy)
         assert train_grpo_cli(tiny_models["policy"], write_relay(tmp_path / "games", instances=2), out,
                               "--self-play", "true", "--max-steps", "2", "--max-tokens", "3", "--num-generations",
-                              "4", "--effective-batch-size", "8", "--lora-r", "4", "--lora-alpha", "8",
-                              "--learning-rate", "1e-2", game="relay") == 0
+                              "4", "--effective-batch-size", "8", "--per-device-train-batch-size", "4",  # 2 halves
+                              "--lora-r", "4", "--lora-alpha", "8", "--learning-rate", "1e-2", game="relay") == 0
     metrics = json.loads((out / "metrics.json").read_text())
+    assert len(masks) == 4  # each step's rollout trained in two micro-batches, advantages split with their rows
     assert metrics["self_play"] is True and metrics["episodes_played"] == 8  # 2 steps x 8 rows / 2 players
     tokenizer = AutoTokenizer.from_pretrained(tiny_models["policy"])
     trained = {0: 0, 1: 0}

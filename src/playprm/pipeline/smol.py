@@ -105,6 +105,9 @@ class SmolPreset:
     grpo_steps: int = 32
     grpo_generations: int = 4  # episodes of an instance in a group (each gives one row per player)
     grpo_batch: int = 16  # player sides a step
+    # player sides a forward and backward (the step's rollout is one; its update runs in micro-batches): 16 at once
+    # took train-grpo past 14 GiB of resident memory on SmolLM2 and the kernel killed it beside the grid (2026-12-06)
+    grpo_micro_batch: int = 4
     grpo_save_steps: int = 8  # a stopped run resumes from its last checkpoint (the pipeline passes --resume)
 
     def rows(self, prm: str = "prm") -> list[GridRow]:
@@ -234,7 +237,7 @@ class SmolPreset:
                             w("grpo/policy"), "--max-steps", str(self.grpo_steps), "--self-play", "true",
                             "--num-generations", str(self.grpo_generations * PLAYERS[self.game]),
                             "--effective-batch-size", str(self.grpo_batch),
-                            "--per-device-train-batch-size", str(self.grpo_batch), "--learning-rate", "5e-5",
+                            "--per-device-train-batch-size", str(self.grpo_micro_batch), "--learning-rate", "5e-5",
                             "--temperature", "0.5", "--max-tokens", str(self.max_tokens), "--save-steps",
                             str(self.grpo_save_steps), *schedule, "--model-name", f"{POLICY}-grpo"]),
             ("eval sft-grpo-greedy", ["eval", "--policy-model", w("grpo/policy"), *eval_common,
