@@ -378,6 +378,10 @@ def test_the_smol_presets_wsft_and_grpo_rows_train_the_sft_adapter_further(tmp_p
         assert flag(added[train], "--model") == str(work / "sft-policy") and "--full-weights" not in added[train]
         assert flag(added[play], "--policy-model") == flag(added[train], "--output-dir")
     assert flag(added["train-grpo"], "--games-dir") == str(work / smol.TRAIN)
+    # self-play: a group is 4 episodes x the reference game's 2 players, a step 16 player sides in 8 episodes
+    grpo = added["train-grpo"]
+    assert flag(grpo, "--self-play") == "true" and flag(grpo, "--num-generations") == "8"
+    assert flag(grpo, "--effective-batch-size") == "16" and flag(grpo, "--per-device-train-batch-size") == "4"
     assert {("sft-wsft-greedy", "sft-greedy"), ("sft-grpo-greedy", "sft-greedy")} <= set(smol.PAIRS)
 
 
