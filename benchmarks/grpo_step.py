@@ -2,12 +2,12 @@
 (instance, player) row) against self-play (``--self-play true``: one episode gives a row for each player).
 
 Usage: python benchmarks/grpo_step.py POLICY GAMES_DIR [--game referencegame] [--rows 16] [--generations 4]
-       [--steps 2] [--rounds 2] [--threads 2] [--max-tokens 56]
+       [--micro-batch 4] [--steps 2] [--rounds 2] [--threads 2] [--max-tokens 56]
 
 POLICY: a train-sft output folder (e.g. ``runs/smol_s0/sft-policy`` of ``pipeline --preset smol``); GAMES_DIR: its
 training instances (``runs/smol_s0/splits/train``). Each round runs train-grpo for ``--steps`` steps in each mode,
 alternated A B A B in one process, at the smol preset's settings (temperature 0.5, lr 5e-5, ``--rows`` player
-rows a step, ``--generations`` episodes of an instance a group); a callback times every optimizer step (the
+rows a step, ``--generations`` episodes of an instance a group, updated ``--micro-batch`` rows at a time); a callback times every optimizer step (the
 rollout and the update). Prints each mode's step seconds, the episodes a step plays and the ratio of the medians.
 """
 
@@ -44,6 +44,7 @@ def main() -> None:
     parser.add_argument("--game", default="referencegame")
     parser.add_argument("--players", type=int, default=2)
     parser.add_argument("--rows", type=int, default=16)
+    parser.add_argument("--micro-batch", type=int, default=4)
     parser.add_argument("--generations", type=int, default=4)
     parser.add_argument("--steps", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=2)
@@ -60,7 +61,7 @@ def main() -> None:
                 timer = StepTimer()
                 config = build_config(GRPOTrainingConfig, {
                     "game": [args.game], "games_dir": args.games_dir, "max_steps": args.steps,
-                    "effective_batch_size": args.rows, "per_device_train_batch_size": args.rows,
+                    "effective_batch_size": args.rows, "per_device_train_batch_size": args.micro_batch,
                     "learning_rate": 5e-5, "temperature": 0.5, "max_tokens": args.max_tokens, "save_strategy": "no",
                     "lr_scheduler_type": "constant", "warmup_steps": 0, "disable_tqdm": True, "seed": round_,
                     "output_dir": str(Path(scratch) / f"{round_}-{name}"), **settings})
