@@ -48,6 +48,13 @@ def select_rows(config):
     return entries, rows
 
 
+def players_per_episode(config, entries) -> int:
+    """Trained rows one episode gives: its players under --self-play (one count, ``select_rows`` checked), else 1."""
+    from playprm.train.grpo_rollout import players_of
+
+    return max(players_of(entry) for entry in entries) if config.self_play else 1
+
+
 def check_prm(prm_path: str | None, tokenizer) -> None:
     """``--prm-path``: a PRM folder whose tokenizer is the policy's; UsageError otherwise, before any model loads.
 
@@ -84,11 +91,10 @@ def rollout_function(config, rows, entries, tokenizer, template_kwargs, base, an
         TokenChain,
         play_groups,
         play_trees,
-        players_of,
     )
 
     by_key = {row.key: row for row in rows}
-    players = max(players_of(entry) for entry in entries) if config.self_play else 1
+    players = players_per_episode(config, entries)
     benchmarks, broken = load_benchmarks(entries)
     if broken:
         game, error = next(iter(broken.items()))
@@ -160,7 +166,7 @@ def train_grpo(config, start: StartPolicy, *, resume: bool = False, callbacks=()
 
     from playprm.train.base_model import import_gguf_base
     from playprm.train.fused_head import score_labelled_positions_only
-    from playprm.train.grpo_rollout import episode_reward, players_of
+    from playprm.train.grpo_rollout import episode_reward
     from playprm.train.sft import full_weight_trainer, load_tokenizer, save_policy_run
 
     check_start_policy(start, config)
@@ -193,7 +199,6 @@ def train_grpo(config, start: StartPolicy, *, resume: bool = False, callbacks=()
         rollout_func=rollout_function(config, rows, entries, tokenizer, template_kwargs, base, announce),
     )
     result = trainer.train(resume_from_checkpoint=checkpoint)
-    players_per_episode = max(players_of(entry) for entry in entries) if config.self_play else 1
     history = [entry for entry in trainer.state.log_history if "reward" in entry]
     metrics = {
         **run_summary(trainer, result),
@@ -202,7 +207,7 @@ def train_grpo(config, start: StartPolicy, *, resume: bool = False, callbacks=()
         # one row is one episode's player side (under --self-play, each of its players' sides is a row), used
         # num_iterations times
         "episodes_played": trainer.state.global_step * config.per_device_train_batch_size
-        * config.gradient_accumulation_steps * config.world_size // config.num_iterations // players_per_episode,
+        * config.gradient_accumulation_steps * config.world_size // config.num_iterations // players_per_episode(config, entries),
         "self_play": config.self_play,
         "rows": len(rows),
         "games": games,
