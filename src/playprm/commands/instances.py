@@ -16,7 +16,11 @@ def register(subparsers) -> None:
     parser.add_argument("--per-experiment", type=int, default=50, help="instances per experiment (default 50)")
     parser.add_argument("--game", dest="games", action="append", metavar="NAME", help="only this game (repeatable)")
     parser.add_argument("--exclude", nargs="+", type=Path, default=[], metavar="DIR",
-                        help="split folders whose instances must not reappear")
+                        help="split folders whose instances must not reappear (wordle: nor their secret words)")
+    parser.add_argument("--vocabulary", choices=("full", "small"), default="full",
+                        help="wordle's word list: full (14,430 allowed guesses, clembench's game) or small (the 300 "
+                             "most common words, for a model trained from scratch; targets and guesses both from "
+                             "it). Default full")
     parser.set_defaults(func=run)
 
 
@@ -24,9 +28,11 @@ def run(args) -> int:
     from playprm.games.splits import write_split
 
     summary = write_split(args.out, seed=args.seed, per_experiment=args.per_experiment, games=args.games,
-                          exclude=args.exclude)
+                          exclude=args.exclude, vocabulary=args.vocabulary)
     for game, row in summary["games"].items():
+        short = (f"; fewer than asked: the {row['vocabulary']} list has no more targets outside --exclude"
+                 if row.get("vocabulary") == "small" and row["instances"] < args.per_experiment else "")
         print(f"{game}: {row['instances']} instances ({row['dropped_as_in_exclude']} dropped as in --exclude, "
-              f"{row['target_shared_with_exclude']} share their target with it)")
+              f"{row['target_shared_with_exclude']} share their target with it{short})")
     print(f"wrote {args.out} (use --games-dir {args.out})")
     return 0

@@ -5,7 +5,8 @@ training example came from. ``write_split`` copies the built-in game folders int
 game's ``in/instances.json`` from the game's own seeded instance generator with another seed and size. Instances
 whose content (everything but ``game_id``) equals an instance of an ``exclude`` split are dropped, so a held-out
 split never repeats a training instance. Wordle's splits draw their secret words from all 14,430 allowed guesses
-(its built-in lists hold 70), so a held-out split shares no target with the training split; taboo's 24 card
+(its built-in lists hold 70), or from the 300-word small list (``vocabulary="small"``), never a target of an
+``exclude`` split, so a held-out split shares no target with the training split; taboo's 24 card
 words cannot be held out (every new draw repeats a training instance and is dropped). ``split.json`` counts
 both per game; writing more games into an existing split folder keeps the games already there.
 """
@@ -41,25 +42,34 @@ def split_instances(games_dir: Path) -> dict[str, list[dict]]:
     return found
 
 
-def generate(game: str, seed: int, per_experiment: int) -> dict:
-    """The instances document of a built-in game from its generator, with ``seed`` and ``per_experiment``."""
+def generate(game: str, seed: int, per_experiment: int, *, vocabulary: str = "full",
+             excluded_targets: frozenset[str] = frozenset()) -> dict:
+    """The instances document of a built-in game from its generator, with ``seed`` and ``per_experiment``
+    (wordle: targets from ``vocabulary``'s list, none of ``excluded_targets``)."""
     module = importlib.import_module(f"playprm.games.builtin.{game}.instancegenerator")
     generator = getattr(module, GENERATORS[game])()
     generator.INSTANCES_PER_EXPERIMENT = per_experiment
     if game == "wordle":
         generator.ALLOWED_TARGETS = True  # the 70 listed secret words cannot be held out
+        generator.VOCABULARY = vocabulary
+        generator.EXCLUDED_TARGETS = excluded_targets
     generator.on_generate(seed)
     return generator.instances
 
 
 def write_split(out: Path, *, seed: int, per_experiment: int, games: list[str] | None = None,
-                exclude: list[Path] = ()) -> dict:
+                exclude: list[Path] = (), vocabulary: str = "full") -> dict:
     """Write the split folder ``out`` and return its summary (also written as ``out/split.json``).
 
     Raises:
-        UsageError: an unknown game, ``per_experiment`` below 1, an ``exclude`` folder that is not a split.
+        UsageError: an unknown game or vocabulary, ``per_experiment`` below 1, an ``exclude`` folder that is not
+            a split, a small-vocabulary split with no target left.
     """
+    from playprm.games.builtin.wordle.rules import VOCABULARIES
     from playprm.games.registry import builtin_games_dir
+
+    if vocabulary not in VOCABULARIES:
+        raise UsageError(f"--vocabulary {vocabulary}: wordle's lists are {', '.join(VOCABULARIES)}")
 
     games = games or sorted(GENERATORS)
     unknown = [g for g in games if g not in GENERATORS]
@@ -77,7 +87,11 @@ def write_split(out: Path, *, seed: int, per_experiment: int, games: list[str] |
     excluded = {game: {_content(i) for i in rows} for game, rows in excluded_instances.items()}
     summary = {"games": {}}
     for game in games:
-        document = generate(game, seed, per_experiment)
+        taken = frozenset(_target(i) for i in excluded_instances.get(game, []))
+        try:
+            document = generate(game, seed, per_experiment, vocabulary=vocabulary, excluded_targets=taken)
+        except ValueError as error:  # the generator's own check, e.g. no small-list word left to hold out
+            raise UsageError(f"--game {game}: {error}; exclude fewer splits or train on fewer targets") from None
         dropped, kept_ids = 0, 0
         for experiment in document["experiments"]:
             kept = []
@@ -93,10 +107,10 @@ def write_split(out: Path, *, seed: int, per_experiment: int, games: list[str] |
             shutil.rmtree(target)
         shutil.copytree(builtin_games_dir() / game, target, ignore=shutil.ignore_patterns("__pycache__", "in"))
         atomic.write_json(target / "in" / "instances.json", document)
-        others = {_target(i) for i in excluded_instances.get(game, [])}
-        shared = sum(1 for e in document["experiments"] for i in e["game_instances"] if _target(i) in others)
+        shared = sum(1 for e in document["experiments"] for i in e["game_instances"] if _target(i) in taken)
         summary["games"][game] = {"seed": seed, "per_experiment": per_experiment,
                                   "exclude": [str(p) for p in exclude], "instances": kept_ids,
+                                  **({"vocabulary": vocabulary} if game == "wordle" else {}),
                                   "dropped_as_in_exclude": dropped,
                                   "target_shared_with_exclude": shared}
     path = Path(out) / SPLIT_FILE

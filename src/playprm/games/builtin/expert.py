@@ -5,7 +5,8 @@ The model card trains on a strong base model's winning episodes; at small scale 
 so ``programmatic:expert`` plays the built-in games by their rules, from the context alone (what a policy sees):
 
 - wordle: the first allowed word consistent with all feedback so far (the game's own ``mock``
-  strategy);
+  strategy); with the small word list (``rules.SMALL_LIST_NOTE``), the consistent word that leaves the fewest
+  possible targets on average (``rules.expected_left``, ties to the more frequent word);
 - referencegame: the describer names one row that only the target grid has at that place ("the third row is
   X X ▢ ▢ X"); the guesser first lists that row of each of its grids with whether it is the one named, one line
   each ("second: X X ▢ ▢ X same"), then answers with the grid that has it (the game reads only the ``ANSWER:``
@@ -94,14 +95,23 @@ def referencegame_guesser(context: list[dict]) -> str:
 
 
 @lru_cache(maxsize=65536)
-def wordle_options(history: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
+def wordle_options(history: tuple[tuple[str, str], ...], vocabulary: str = "full") -> tuple[str, ...]:
     """The allowed words consistent with every (guess, pattern) of ``history``, in list order; filtered one
     pair at a time from the cached answer for the shorter history (episodes share their first guesses)."""
     from playprm.games.builtin.wordle import rules
 
     if not history:
-        return tuple(rules.valid_words())
-    return tuple(rules.consistent_words(history[-1:], wordle_options(history[:-1])))
+        return tuple(rules.valid_words(vocabulary))
+    return tuple(rules.consistent_words(history[-1:], wordle_options(history[:-1], vocabulary)))
+
+
+@lru_cache(maxsize=65536)
+def wordle_best(options: tuple[str, ...]) -> str:
+    """The word of ``options`` (the possible targets) that leaves the fewest of them on average; the earlier
+    (more frequent) word on a tie."""
+    from playprm.games.builtin.wordle.rules import expected_left
+
+    return min(options, key=lambda word: expected_left(word, list(options)))
 
 
 def wordle_reply(word: str) -> str:
@@ -110,15 +120,42 @@ def wordle_reply(word: str) -> str:
 
 def wordle_moves(context: list[dict]) -> tuple[str, ...]:
     """The words a guesser may still play: consistent with all feedback (every allowed word when none is)."""
-    from playprm.games.builtin.scripted import wordle_history
+    from playprm.games.builtin.scripted import wordle_history, wordle_vocabulary
     from playprm.games.builtin.wordle import rules
 
-    return wordle_options(tuple(wordle_history(context))) or tuple(rules.valid_words())
+    vocabulary = wordle_vocabulary(context)
+    return wordle_options(tuple(wordle_history(context)), vocabulary) or tuple(rules.valid_words(vocabulary))
 
 
 def wordle_guess(context: list[dict]) -> str:
-    """The first allowed word consistent with all feedback so far."""
-    return wordle_reply(wordle_moves(context)[0])
+    """The first allowed word consistent with all feedback so far; with the small list, the consistent word
+    that leaves the fewest targets."""
+    from playprm.games.builtin.scripted import wordle_vocabulary
+
+    moves = wordle_moves(context)
+    return wordle_reply(wordle_best(moves) if wordle_vocabulary(context) == "small" else moves[0])
+
+
+def wordle_value(context: list[dict], reply: str) -> float:
+    """What the expert knows of a wordle reply, from the context alone: 0 for a reply that is no word of the
+    game's list (or not in the format), 1 plus for a listed word that contradicts the feedback, 2 plus for one
+    consistent with all of it; plus 1 − (targets it is expected to leave) / (targets possible now), so that among
+    equally consistent words the more informative one scores higher. In [0, 3)."""
+    from clemcore.clemgame import ParseError
+
+    from playprm.games.builtin.protocol import clean_word, parse_tagged
+    from playprm.games.builtin.scripted import wordle_vocabulary
+    from playprm.games.builtin.wordle import rules
+
+    try:  # the game master's own parse of the GUESS line
+        word = clean_word(parse_tagged(reply, "GUESS"))
+    except ParseError:
+        return 0.0
+    if not rules.is_valid_word(word, wordle_vocabulary(context)):
+        return 0.0
+    options = wordle_moves(context)
+    left = rules.expected_left(word, list(options))
+    return (2.0 if word in options else 1.0) + 1.0 - left / len(options)
 
 
 def taboo_describer(context: list[dict]) -> str:
@@ -199,9 +236,10 @@ class ExpertPolicy:
 
 
 class ExpertScorer:
-    """``--scorer expert``: 1 for the candidate that is the expert's move for the player's context, else 0. It
-    sees only what the player sees, never the game's hidden state, so it is an honest upper bound for the
-    built-in games rather than a look at the game's answers."""
+    """``--scorer expert``: 1 for the candidate that is the expert's move for the player's context, else 0; in
+    wordle, where many moves are good, each candidate's ``wordle_value`` (consistency with the feedback, then the
+    targets it leaves). It sees only what the player sees, never the game's hidden state, so it is an honest
+    upper bound for the built-in games rather than a look at the game's answers."""
 
     def __init__(self):
         self.stats = ScoreStats()
@@ -210,6 +248,9 @@ class ExpertScorer:
         self.stats.calls += 1
         scores = []
         for context, group in zip(contexts, candidates):
+            if "Let's play Wordle" in context[0]["content"]:
+                scores.append([wordle_value(context, c.text) for c in group])
+                continue
             expert = " ".join(expert_move(context).split()).lower()
             scores.append([1.0 if " ".join(c.text.split()).lower() == expert else 0.0 for c in group])
         return scores

@@ -29,11 +29,18 @@ def wordle_history(context: list[dict]) -> list[tuple[str, str]]:
     return [pair for m in context if m["role"] == "user" for pair in read_feedback(m["content"])]
 
 
+def wordle_vocabulary(context: list[dict]) -> str:
+    """The word list of the wordle game in ``context``, as its first message names it."""
+    from playprm.games.builtin.wordle.rules import vocabulary_of
+
+    return vocabulary_of(context[0]["content"])
+
+
 @lru_cache(maxsize=4096)
-def _wordle_options(history: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
+def _wordle_options(history: tuple[tuple[str, str], ...], vocabulary: str) -> tuple[str, ...]:
     from playprm.games.builtin.wordle import rules
 
-    return tuple(rules.consistent_words(history) or rules.valid_words())
+    return tuple(rules.consistent_words(history, vocabulary=vocabulary) or rules.valid_words(vocabulary))
 
 
 def valid_moves(context: list[dict]) -> list[str]:
@@ -41,7 +48,7 @@ def valid_moves(context: list[dict]) -> list[str]:
     first = context[0]["content"]
     if "Let's play Wordle" in first:
         return [f"GUESS: {w}\nEXPLANATION: consistent with the feedback so far."
-                for w in _wordle_options(tuple(wordle_history(context)))]
+                for w in _wordle_options(tuple(wordle_history(context)), wordle_vocabulary(context))]
     if "reference game" in first:
         if "Tell which of your grids" in first:
             return [f"ANSWER: {label}" for label in ("first", "second", "third")]

@@ -13,6 +13,9 @@ Protocol, one round per guess (with the words refused on the way): a ``GUESS: <w
   times (clembench's 5); the next unknown word in that round aborts the episode. Re-prompts never end a game
   by themselves, so an episode has at most ``max_guesses`` rounds.
 - The game is won when a guess equals the target, lost when the guesses run out.
+- An instance's ``"vocabulary"`` (default ``full``) names the word list that guesses are checked against and
+  targets come from; ``small`` (300 words, ``rules.py``) is playprm's variant for models trained from scratch:
+  the rules and feedback are clembench's, only the list is shorter and the first message says so.
 
 Scores: ``Main Score`` is ``100 * (max_guesses + 1 - guesses used) / max_guesses`` on success (100 for a first
 guess win, 16.7 for a win on the sixth), 0 when lost and NaN when aborted; ``Guesses Used`` counts the words from
@@ -39,15 +42,17 @@ class WordleGuesser(Player):
     """The guesser. Its programmatic move (model ``mock``) plays the first allowed word, in alphabetical
     order, that agrees with all the feedback it has been given."""
 
-    def __init__(self, model: Model):
+    def __init__(self, model: Model, vocabulary: str = "full"):
         super().__init__(model, game_role="Guesser")
+        self.vocabulary = vocabulary
         self._candidates: list[str] | None = None  # filled on the first programmatic move: keeps forks cheap
 
     def _custom_response(self, context: dict) -> str:
         # filtering the survivors by the newest feedback only keeps each move cheap
-        known = self._candidates if self._candidates is not None else rules.valid_words()
+        words = rules.valid_words(self.vocabulary)
+        known = self._candidates if self._candidates is not None else words
         self._candidates = rules.consistent_words(rules.read_feedback(context["content"]), known)
-        guess = self._candidates[0] if self._candidates else rules.valid_words()[0]
+        guess = self._candidates[0] if self._candidates else words[0]
         return f"GUESS: {guess}\nEXPLANATION: The first allowed word that fits all feedback so far."
 
 
@@ -58,12 +63,14 @@ class Wordle(PromptedGameMaster):
     def _on_setup(self, **game_instance):
         self.target_word: str = game_instance["target_word"].lower()
         self.max_guesses: int = int(game_instance["max_guesses"])
+        self.vocabulary: str = rules.check_vocabulary(game_instance.get("vocabulary", "full"))
         self.guesses: list[dict] = []
         self.invalid_words: list[dict] = []
         self.reprompts = 0  # re-prompts in this round
         self.asking_again = False  # the last reply was refused: the guesser answers again in this round
-        self.guesser = WordleGuesser(self.player_models[0])
-        prompt = self.template("initial_prompt", max_guesses=self.max_guesses, max_reprompts=MAX_REPROMPTS)
+        self.guesser = WordleGuesser(self.player_models[0], self.vocabulary)
+        prompt = self.template("initial_prompt", max_guesses=self.max_guesses, max_reprompts=MAX_REPROMPTS,
+                               word_rule=rules.WORD_RULES[self.vocabulary])
         self.add_player(self.guesser, initial_context=prompt)
 
     def _on_before_round(self):
@@ -87,7 +94,7 @@ class Wordle(PromptedGameMaster):
 
     def _advance_game(self, player: Player, guess: str):
         self.asking_again = False
-        if not rules.is_valid_word(guess):
+        if not rules.is_valid_word(guess, self.vocabulary):
             raise RuleViolationError(f"{guess!r} is not in the word list", guess, key="unknown word")
         pattern = rules.feedback(guess, self.target_word)
         note = {"attempt": len(self.guesses) + 1, "guess": guess, "feedback": pattern}

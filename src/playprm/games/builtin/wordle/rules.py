@@ -11,6 +11,12 @@ Feedback is a five-character pattern, one character per guessed letter:
 
 Repeated letters follow the usual wordle rule: greens are matched first, then yellows left to right, each
 consuming one unmatched occurrence of the letter in the target.
+
+Two vocabularies (an instance's ``"vocabulary"``): ``full``, the 14,430 allowed guesses (clembench's game), and
+``small``, the 300 most frequent of them (``resources/small_words.txt``, most frequent first), where every
+secret word and every accepted guess is a word of the small list: a list a model trained from scratch can hold.
+The game master names the small list in its first message (``SMALL_LIST_NOTE``), which is how a player that sees
+only its context (the expert, scripted players) knows which list the game accepts.
 """
 
 from __future__ import annotations
@@ -29,7 +35,16 @@ COLOUR_MARKS = {name: mark for mark, name in COLOUR_NAMES.items()}
 FEEDBACK_LINE = re.compile(r"Feedback on guess \d+ \(([a-z]+)\): ((?:[a-z]=(?:green|yellow|red) ?){5})")
 SOLVED = GREEN * WORD_LENGTH
 
-_VALID_WORDS_FILE = Path(__file__).resolve().parent / "resources" / "valid_words.txt"
+_RESOURCES = Path(__file__).resolve().parent / "resources"
+WORD_FILES = {"full": _RESOURCES / "valid_words.txt", "small": _RESOURCES / "small_words.txt"}
+VOCABULARIES = tuple(WORD_FILES)
+# the initial prompt's rule on the word list (resources/initial_prompt.template, $word_rule), per vocabulary
+WORD_RULES = {
+    "full": "Every guess must be a real English word of exactly five letters.",
+    "small": "Every guess must be a word of my small word list: the 300 most common five-letter English words. "
+             "The secret word is one of them too.",
+}
+SMALL_LIST_NOTE = "my small word list"
 
 
 def feedback(guess: str, target: str) -> str:
@@ -77,36 +92,61 @@ def read_feedback(text: str) -> list[tuple[str, str]]:
     ]
 
 
-@lru_cache(maxsize=1)
-def _valid_words() -> tuple[str, ...]:
-    with open(_VALID_WORDS_FILE, encoding="utf-8") as f:
+def check_vocabulary(vocabulary: str) -> str:
+    if vocabulary not in WORD_FILES:
+        raise ValueError(f"unknown wordle vocabulary {vocabulary!r}; use one of {', '.join(VOCABULARIES)}")
+    return vocabulary
+
+
+@lru_cache(maxsize=2)
+def _valid_words(vocabulary: str = "full") -> tuple[str, ...]:
+    with open(WORD_FILES[check_vocabulary(vocabulary)], encoding="utf-8") as f:
         return tuple(line.strip() for line in f if line.strip())
 
 
-@lru_cache(maxsize=1)
-def _valid_word_set() -> frozenset[str]:
-    return frozenset(_valid_words())
+@lru_cache(maxsize=2)
+def _valid_word_set(vocabulary: str = "full") -> frozenset[str]:
+    return frozenset(_valid_words(vocabulary))
 
 
-def valid_words() -> list[str]:
-    """All allowed guesses, sorted and lowercase (written by ``scripts/make_wordlists.py``)."""
-    return list(_valid_words())
+def valid_words(vocabulary: str = "full") -> list[str]:
+    """The allowed guesses of a vocabulary, lowercase (written by ``scripts/make_wordlists.py``): ``full``
+    sorted, ``small`` most frequent first."""
+    return list(_valid_words(vocabulary))
 
 
-def is_valid_word(word: str) -> bool:
-    """Whether ``word`` (case-insensitive) is an allowed five-letter guess."""
-    return word.lower() in _valid_word_set()
+def is_valid_word(word: str, vocabulary: str = "full") -> bool:
+    """Whether ``word`` (case-insensitive) is an allowed five-letter guess of the vocabulary."""
+    return word.lower() in _valid_word_set(vocabulary)
 
 
-def consistent_words(history: Iterable[tuple[str, str]], words: Iterable[str] | None = None) -> list[str]:
+def vocabulary_of(first_message: str) -> str:
+    """The vocabulary of a game from its first message, as a player sees it (``small`` when it names the small
+    list)."""
+    return "small" if SMALL_LIST_NOTE in first_message else "full"
+
+
+def expected_left(guess: str, candidates: list[str]) -> float:
+    """How many of ``candidates`` (the possible targets, equally likely) are expected to remain possible after
+    ``guess`` is answered: the sum over feedback patterns of (targets giving it)² / targets. A guess that is a
+    candidate counts its own win as one target left."""
+    if not candidates:
+        return 0.0
+    counts = Counter(feedback(guess, target) for target in candidates)
+    return sum(c * c for c in counts.values()) / len(candidates)
+
+
+def consistent_words(history: Iterable[tuple[str, str]], words: Iterable[str] | None = None,
+                     vocabulary: str = "full") -> list[str]:
     """The words that could still be the target after the given feedback.
 
     Args:
         history: ``(guess, pattern)`` pairs seen so far.
-        words: candidates to filter, in the order to keep (default: all valid words).
+        words: candidates to filter, in the order to keep (default: the vocabulary's words).
+        vocabulary: the list ``words`` defaults to.
     Returns:
         The candidates ``w`` with ``feedback(guess, w) == pattern`` for every pair, in input order.
     """
     history = [(guess.lower(), pattern) for guess, pattern in history]
-    candidates = valid_words() if words is None else [w.lower() for w in words]
+    candidates = valid_words(vocabulary) if words is None else [w.lower() for w in words]
     return [w for w in candidates if all(feedback(g, w) == p for g, p in history)]
