@@ -177,6 +177,51 @@ def test_the_small_preset_runs_every_stage_and_writes_results(tmp_path, monkeypa
     assert "held-out" in text and (tmp_path / "clemscore_vs_n.png").stat().st_size > 0
 
 
+def test_game_wordle_runs_the_small_preset_on_the_small_word_list(tmp_path, monkeypatch):
+    """``pipeline --preset small --game wordle`` at toy sizes: splits of the small list that share no target, the
+    random-valid row, and a RESULTS.md whose command reruns it (its flags included) and that has no switches
+    table when no anchored row ran."""
+    from playprm.cli import build_parser
+    from playprm.games.splits import split_instances
+    from playprm.pipeline import small
+    from playprm.pipeline.stages import run_steps
+
+    monkeypatch.chdir(tmp_path)
+    workdir = tmp_path / "work"
+    preset = small.small_preset("wordle", games=(("wordle", 6, 2),), validation_instances=1, layers=1, hidden=32,
+                                sft_steps=2, sft_batch=2, teacher_samples=1, rollout_instances=4, prm_steps=2,
+                                prm_batch=2, max_tokens=8, ns=(2,), oracle_ns=(4,))
+    assert preset.random_row and preset.vocabulary == "small" and not preset.anchored
+    assert run_steps(workdir, preset.steps(workdir), parser=build_parser(), done="done") == 0
+    splits = {name: split_instances(workdir / path)["wordle"]
+              for name, path in (("train", small.TRAIN), ("heldout", small.HELD_OUT), ("validation", small.VALIDATION))}
+    assert all(i["vocabulary"] == "small" for rows in splits.values() for i in rows)
+    targets = {name: {i["target_word"] for i in rows} for name, rows in splits.items()}
+    assert not targets["train"] & targets["heldout"] and not (targets["train"] | targets["heldout"]) & targets["validation"]
+    results = json.loads((workdir / "results.json").read_text())
+    by_name = {row["name"]: row for row in results["rows"]}
+    assert by_name["random-valid"]["episodes"] == 2 and by_name["random-valid"]["games"]["wordle"] is not None
+    assert {"sft-greedy", "weak-greedy", "weak-oracle-bon4"} <= set(by_name)
+    assert results["command"] == f"playprm pipeline --preset small --seed 0 --game wordle --workdir {workdir}"
+    assert ("sft-greedy", "random-valid") in {(d["a"], d["b"]) for d in results["paired"]}
+    text = (workdir / "RESULTS.md").read_text()
+    assert "--game wordle --workdir" in text and "What the switches won or lost" not in text
+    # the opt-in rows reach the command line too
+    summarize = small.small_preset("wordle", dpo=True, grpo=True, rounds=2).steps(workdir)[-1][1]
+    assert "--pipeline-flags=--game wordle --rounds 2 --dpo --grpo" in summarize
+    from playprm.cli import build_parser  # one flag alone parses too (a value that looks like an option)
+
+    argv = small.small_preset(grpo=True).steps(workdir)[-1][1]
+    assert build_parser().parse_args(argv).pipeline_flags == "--grpo"
+
+
+def test_the_small_preset_refuses_a_game_it_has_no_settings_for(tmp_path, capsys):
+    from playprm.cli import main
+
+    assert main(["pipeline", "--preset", "small", "--game", "taboo", "--workdir", str(tmp_path / "w")]) == 2
+    assert "plays referencegame, wordle" in capsys.readouterr().err and not (tmp_path / "w").exists()
+
+
 def test_rounds_2_retrains_the_policy_on_its_own_prm_guided_wins_and_evaluates_it_held_out(tmp_path):
     from playprm.pipeline import small
 

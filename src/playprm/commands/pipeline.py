@@ -24,6 +24,10 @@ def register(subparsers) -> None:
     parser.add_argument("--workdir", type=Path, default=Path("workdir"), help="where every stage writes")
     parser.add_argument("--seed", type=int, default=0, help="small and smol presets: seed of splits, models and "
                         "sampling")
+    parser.add_argument("--game", default="referencegame",
+                        help="small preset: the game to learn and evaluate, referencegame (default: each player "
+                             "speaks once) or wordle (its 300-word list: up to six guesses, each answered with "
+                             "letter feedback)")
     parser.add_argument("--rounds", type=int, choices=[1, 2], default=1,
                         help="small preset: 2 adds expert iteration (the policy retrained on its own PRM-guided "
                              "best-of-4 wins, then evaluated greedy as sft-round2-greedy)")
@@ -55,10 +59,10 @@ def run(args) -> int:
 
     parser = build_parser()  # each stage is a playprm command, parsed as the command line parses it
     if args.preset == "small":
-        from playprm.pipeline.small import SmallPreset
+        from playprm.pipeline.small import small_preset
 
-        steps = SmallPreset(seed=args.seed, rounds=args.rounds, dpo=args.dpo, wsft=args.wsft,
-                            grpo=args.grpo).steps(args.workdir)
+        steps = small_preset(args.game, seed=args.seed, rounds=args.rounds, dpo=args.dpo, wsft=args.wsft,
+                             grpo=args.grpo).steps(args.workdir)
         return run_steps(args.workdir, steps, parser=parser,
                          done=f"results: {args.workdir / 'RESULTS.md'} and results.json")
     if args.preset == "smol":
@@ -66,6 +70,8 @@ def run(args) -> int:
 
         if args.rounds != 1:
             raise UsageError("--rounds 2 is a small-preset option; --preset smol runs one round")
+        if args.game != "referencegame":
+            raise UsageError(f"--game {args.game} is a small-preset option; --preset smol plays the reference game")
         preset = SmolPreset(seed=args.seed, dpo=args.dpo, wsft=args.wsft, grpo=args.grpo)
         return run_steps(args.workdir, preset.steps(args.workdir), parser=parser,
                          done=f"results: {args.workdir / 'RESULTS.md'} and results.json")

@@ -14,12 +14,15 @@ def register(subparsers) -> None:
     parser.add_argument("--preset", choices=["small", "smol"], default="small", help="the preset the work "
                         "directory was run with (its grid and paired comparisons)")
     parser.add_argument("--seed", type=int, default=0, help="the pipeline's seed (also seeds the bootstrap)")
+    parser.add_argument("--game", default="referencegame", help="small preset: the game it ran (pipeline --game)")
+    parser.add_argument("--pipeline-flags", default="", help="the pipeline's further options, for RESULTS.md's "
+                        "command line (the pipeline passes them)")
     parser.add_argument("--resamples", type=int, default=1000)
     parser.set_defaults(func=run)
 
 
 def run(args) -> int:
-    from playprm.pipeline.small import SmallPreset
+    from playprm.pipeline.small import small_preset
     from playprm.pipeline.smol import SmolPreset
     from playprm.pipeline.summary import summarize_small, summarize_smol
     from playprm.transformers_runtime import choose_cpu_threads
@@ -32,11 +35,12 @@ def run(args) -> int:
     # scores SFT greedy's 192 held-out turns on SmolLM2)
     prm = args.workdir / "prm"
     choose_cpu_threads(prm if prm.is_dir() else None)
-    command = f"playprm pipeline --preset {args.preset} --seed {args.seed} --workdir {args.workdir}"
+    command = " ".join(["playprm pipeline --preset", args.preset, "--seed", str(args.seed),
+                        *args.pipeline_flags.split(), "--workdir", str(args.workdir)])
     if args.preset == "smol":
         paths = summarize_smol(args.workdir, SmolPreset(seed=args.seed), command=command, n_resamples=args.resamples)
     else:
-        paths = summarize_small(args.workdir, SmallPreset(seed=args.seed), command=command,
+        paths = summarize_small(args.workdir, small_preset(args.game, seed=args.seed), command=command,
                                 n_resamples=args.resamples)
     print("wrote " + ", ".join(map(str, paths)))
     return 0

@@ -7,8 +7,10 @@ trained on the policy's own branched rollouts (Monte-Carlo labels: each turn's s
 Everything is evaluated on held-out instances that no SFT or PRM example came from (``playprm instances
 --exclude``).
 
-Game mix (``SmallPreset.games``): the reference game, whose random-grid and letter-grid instances are genuinely
-new on a held-out split. Wordle can be held out too (its splits draw secret words from all 14,430 allowed
+Game (``--game``, ``GAME_SETTINGS``): the reference game by default, whose random-grid and letter-grid instances
+are genuinely new on a held-out split; ``--game wordle`` plays wordle with its small word list (the 300 most
+frequent words: 200 training targets, 70 held-out, 30 validation, no target in two splits), a game of up to six
+turns where each guess is answered with letter feedback the next guess should use. Wordle can be held out too (its splits draw secret words from all 14,430 allowed
 guesses, and ``--exclude`` drops any held-out target a training instance has), but the 4-layer policy trained
 from scratch does not learn to spell valid words past its second guess (BENCHMARKS.md, the wordle probe), so it
 is not in the default mix. Taboo's 24 card words cannot be held out; it stays in ``--preset tiny`` and the tests.
@@ -61,8 +63,10 @@ class SmallPreset:
 
     seed: int = 0
     # (game, training instances per experiment, held-out instances per experiment); the reference game has two
-    # experiments, wordle's splits one (secret words from all allowed guesses)
+    # experiments, wordle's splits one (secret words from its small list, `vocabulary`)
     games: tuple = (("referencegame", 1500, 150),)
+    vocabulary: str = "full"  # wordle's word list (instances --vocabulary)
+    random_row: bool = False  # a random-valid row (scripted:random-valid, sampled) beside greedy
     layers: int = 4
     hidden: int = 128
     teacher_samples: int = 2
@@ -130,6 +134,7 @@ class SmallPreset:
         PRM read from ``prm`` and each policy's per-game gate from ``gate/<policy>/paired.json``."""
         best_of = lambda n, scorer, selection="argmax", **kw: best_of_row(n, scorer, selection, prm, gate, **kw)  # noqa: E731
         rows = [GridRow("sft-greedy"), GridRow("sft-sampled", ("--temperature", str(SAMPLING_TEMPERATURE)))]
+        rows += [RANDOM_ROW] if self.random_row else []
         rows += [best_of(n, "prm") for n in self.ns]
         rows += [best_of(n, "prm", "anchored") for n in self.ns] if self.anchored else []
         # the card's argmax best-of-4, guided only in the games where it beat greedy on the validation split (each
@@ -170,17 +175,19 @@ class SmallPreset:
         eval_common = ["--games-dir", held_out, *games, *decoding]
         # the SFT run's half-way checkpoint (train-sft saves at 0.5 and 1.0 of its steps): a weaker policy with room
         # above greedy for any scorer
-        policies = {"sft": policy, "weak": w(f"sft-policy/checkpoint-{self.sft_steps // 2}")}
+        policies = {"sft": policy, "weak": w(f"sft-policy/checkpoint-{self.sft_steps // 2}"),
+                    "random": RANDOM_POLICY}
+        vocabulary = ["--vocabulary", self.vocabulary] if self.vocabulary != "full" else []
         steps = [(f"instances train {game}", ["instances", "--out", train, "--seed", str(1000 + s),
-                                              "--per-experiment", str(n_train), "--game", game])
+                                              "--per-experiment", str(n_train), "--game", game, *vocabulary])
                  for game, n_train, _ in self.games]
         steps += [(f"instances held-out {game}", ["instances", "--out", held_out, "--seed", str(2000 + s),
                                                   "--per-experiment", str(n_held_out), "--game", game,
-                                                  "--exclude", train])
+                                                  *vocabulary, "--exclude", train])
                   for game, _, n_held_out in self.games]
         steps += [(f"instances validation {game}", ["instances", "--out", validation, "--seed", str(3000 + s),
                                                     "--per-experiment", str(self.validation_instances), "--game",
-                                                    game, "--exclude", train, held_out])
+                                                    game, *vocabulary, "--exclude", train, held_out])
                   for game, _, _ in self.games]
         steps += [
             ("collect teacher", ["collect", "--policy-model", "programmatic:expert", "--games-dir", train, *games,
@@ -234,8 +241,25 @@ class SmallPreset:
             steps += self.grpo_steps_of(w, policies, games, eval_common)
         if self.rounds >= 2:
             steps += self.expert_iteration_steps(w, policy, games, eval_common)
-        steps.append(("summarize", ["summarize", "--workdir", str(workdir), "--preset", "small", "--seed", str(s)]))
+        steps.append(("summarize", ["summarize", "--workdir", str(workdir), "--preset", "small", "--seed", str(s),
+                                    *self.summary_flags()]))
         return steps
+
+    def game(self) -> str:
+        """The preset's game (``--game``): the first of its games."""
+        return self.games[0][0]
+
+    def pipeline_flags(self) -> list[str]:
+        """The ``pipeline`` options beyond ``--preset small --seed --workdir`` that make this preset, so that
+        RESULTS.md's command reruns it."""
+        flags = ["--game", self.game()] if self.game() != DEFAULT_GAME else []
+        flags += ["--rounds", "2"] if self.rounds >= 2 else []
+        return flags + [f"--{name}" for name in ("dpo", "wsft", "grpo") if getattr(self, name)]
+
+    def summary_flags(self) -> list[str]:
+        """summarize's options for this preset: its game (the grid) and the pipeline flags (the command line)."""
+        flags = ["--game", self.game()] if self.game() != DEFAULT_GAME else []
+        return flags + [f"--pipeline-flags={' '.join(self.pipeline_flags())}"] if self.pipeline_flags() else flags
 
     def expert_iteration_steps(self, w, policy: str, games: list[str], eval_common: list[str]) -> list[tuple[str, list[str]]]:
         """Expert iteration: the round-1 policy plays training instances with PRM-guided best-of-4, its wins become
@@ -363,9 +387,30 @@ class SmallPreset:
         --grpo)."""
         from dataclasses import replace
 
-        return [GridRow("base-greedy", policy="base"), *replace(self, anchored=True).rows(),
+        return [GridRow("base-greedy", policy="base"), *replace(self, anchored=True, random_row=True).rows(),
                 GridRow(ROUND2_ROW, policy="round2"),
                 *DPO_ROWS, *WSFT_ROWS, *GRPO_ROWS]
+
+
+DEFAULT_GAME = "referencegame"
+# pipeline --preset small --game NAME: the fields each game changes (SmallPreset's defaults are the reference game's)
+GAME_SETTINGS = {
+    "referencegame": {},
+    # 300 targets in all, each in one split: 200 to train on, 70 held out, 30 for validation (the gates). The teacher
+    # plays each training target 8 times (its noisy moves are other consistent words, so the episodes differ) and
+    # the PRM's and the weaker policy's branched rollouts cover every training target
+    "wordle": {"games": (("wordle", 200, 70),), "vocabulary": "small", "validation_instances": 30,
+               "teacher_samples": 8, "rollout_instances": 200, "dpo_weak_instances": 200, "random_row": True},
+}
+
+
+def small_preset(game: str = DEFAULT_GAME, **fields) -> SmallPreset:
+    """The small preset on ``game`` (``GAME_SETTINGS``), with ``fields`` (seed, opt-in rows) set."""
+    if game not in GAME_SETTINGS:
+        from playprm.errors import UsageError
+
+        raise UsageError(f"--game {game}: the small preset plays {', '.join(GAME_SETTINGS)}")
+    return SmallPreset(**{**GAME_SETTINGS[game], **fields})
 
 
 def gate_of(gate: str, policy: str) -> str:
@@ -394,6 +439,10 @@ TRAIN = "splits/train"
 VALIDATION = "splits/validation"  # the per-game gate's split: shares no instance with train or held-out
 
 ROUND2_ROW = "sft-round2-greedy"  # expert iteration (--rounds 2)
+# a player that makes random valid moves (in wordle a random word consistent with all feedback so far: a
+# stronger baseline than a random word of the list), sampled; what a trained policy has to be clearly above
+RANDOM_POLICY = "scripted:random-valid"
+RANDOM_ROW = GridRow("random-valid", ("--temperature", "1.0"), policy="random")
 DPO_ROWS = (GridRow("sft-dpo-greedy", policy="sft-dpo"), GridRow("weak-dpo-greedy", policy="weak-dpo"),  # --dpo
             GridRow("sft-dpo-prm-bon4", n=4, scorer="prm", selection="argmax", policy="sft-dpo"),
             GridRow("weak-dpo-prm-bon4", n=4, scorer="prm", selection="argmax", policy="weak-dpo"))
@@ -405,7 +454,8 @@ WSFT_ROWS = (GridRow("sft-wsft-greedy", policy="sft-wsft"), GridRow("weak-wsft-g
 
 # the paired comparisons RESULTS.md shows (rows of the grid); the round-2 ones where that row exists.
 # expert best-of-4 - greedy is the room any scorer has at N = 4: where its CI holds 0, no PRM can show a gain
-PAIRS = [("sft-greedy", "base-greedy"), ("sft-prm-bon4", "sft-greedy"), ("sft-prm-bon4", "sft-logprob-bon4"),
+PAIRS = [("sft-greedy", "base-greedy"), ("sft-greedy", "random-valid"), ("weak-greedy", "random-valid"),
+         ("sft-greedy", "weak-greedy"), ("sft-prm-bon4", "sft-greedy"), ("sft-prm-bon4", "sft-logprob-bon4"),
          ("sft-prm-bon8", "sft-prm-bon4"), ("sft-prm-bon16", "sft-prm-bon8"), ("sft-oracle-bon4", "sft-greedy"),
          ("sft-oracle-bon4", "sft-prm-bon4"),
          # guidance that has to earn each switch (issue 24): anchored against greedy, against N = 4, and gated

@@ -122,6 +122,11 @@ class SmolPreset:
                 GridRow("sft-dpo-greedy", policy="sft-dpo"),
                 GridRow("sft-wsft-greedy", policy="sft-wsft"), GridRow("sft-grpo-greedy", policy="sft-grpo")]
 
+    def summary_flags(self) -> list[str]:
+        """summarize's ``--pipeline-flags``: the opt-in rows that ran, so that RESULTS.md's command reruns them."""
+        flags = [f"--{name}" for name in ("dpo", "wsft", "grpo") if getattr(self, name)]
+        return [f"--pipeline-flags={' '.join(flags)}"] if flags else []
+
     def steps(self, workdir: Path) -> list[tuple[str, list[str]]]:
         """(stage, argv) of the whole pipeline, every path under ``workdir``."""
         from playprm.models import gguf
@@ -179,7 +184,8 @@ class SmolPreset:
             *(self.dpo_steps_of(w, policy, games, decoding, eval_common, schedule) if self.dpo or self.wsft else []),
             *(self.wsft_steps_of(w, policy, base, eval_common, schedule) if self.wsft else []),
             *(self.grpo_steps_of(w, policy, games, eval_common, schedule) if self.grpo else []),
-            ("summarize", ["summarize", "--workdir", str(workdir), "--preset", "smol", "--seed", str(s)]),
+            ("summarize", ["summarize", "--workdir", str(workdir), "--preset", "smol", "--seed", str(s),
+                           *self.summary_flags()]),
         ]
 
     def dpo_steps_of(self, w, policy: str, games: list[str], decoding: list[str], eval_common: list[str],

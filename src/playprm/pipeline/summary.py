@@ -146,6 +146,13 @@ def heldout_prm_quality(workdir: Path, run: str = "results/sft-sampled") -> dict
             "run": run}
 
 
+def ci_bars(rows: list[dict]) -> list[list[float]]:
+    """matplotlib's ``yerr`` for rows' clemscores: the distances down and up to each CI end (0 where missing)."""
+    low = [r["clemscore"] - (r["ci"][0] if r["ci"][0] is not None else r["clemscore"]) for r in rows]
+    high = [(r["ci"][1] if r["ci"][1] is not None else r["clemscore"]) - r["clemscore"] for r in rows]
+    return [low, high]
+
+
 def plot_against_n(rows: list[dict], path: Path) -> Path:
     """clemscore against N for the PRM, log-probability and expert scorers, with CI bands; SFT greedy as a line."""
     from playprm.report.plots import _pyplot, save_atomic
@@ -159,10 +166,8 @@ def plot_against_n(rows: list[dict], path: Path) -> Path:
             continue
         # each scorer a little aside (a factor on the log axis), so that equal scores and their CIs stay visible
         ns = [n * 2 ** (0.04 * (index - (len(ROW_KINDS) - 1) / 2)) for n, _ in points]
-        scores = [r["clemscore"] for _, r in points]
-        low = [score - (r["ci"][0] if r["ci"][0] is not None else score) for score, (_, r) in zip(scores, points)]
-        high = [(r["ci"][1] if r["ci"][1] is not None else score) - score for score, (_, r) in zip(scores, points)]
-        axes.errorbar(ns, scores, yerr=[low, high], marker="o", capsize=3, label=label)
+        axes.errorbar(ns, [r["clemscore"] for _, r in points], yerr=ci_bars([r for _, r in points]), marker="o",
+                      capsize=3, label=label)
     # greedy is the line to beat; base greedy (0 for a model trained from scratch) is left to the table, as its
     # line would stretch the axis until the scorers' differences cannot be read
     if by_name.get("sft-greedy", {}).get("clemscore") is not None:
@@ -186,7 +191,7 @@ SINGLE_ROWS = (("sft-greedy", "s"), ("sft-sampled", "v"), ("sft-lf-beam", "D"), 
 
 
 def plot_against_tokens(rows: list[dict], path: Path) -> Path:
-    """clemscore against generated tokens per episode: one line per best-of-N scorer (CI bands) and one marker per
+    """clemscore against generated tokens per episode: one line per best-of-N scorer (CI bars) and one marker per
     single row, so that rows of equal cost stay apart (a label per point overlaps there)."""
     from playprm.report.plots import _pyplot, save_atomic
 
@@ -195,10 +200,9 @@ def plot_against_tokens(rows: list[dict], path: Path) -> Path:
     by_name = {r["name"]: r for r in rows if r["clemscore"] is not None and r["generated_tokens_per_episode"]}
     for kind, label in ROW_KINDS:
         points = sorted((r["generated_tokens_per_episode"], r) for r in _kind_rows(list(by_name.values()), kind))
-        if points:
-            xs = [x for x, _ in points]
-            axes.plot(xs, [r["clemscore"] for _, r in points], marker="o", label=f"best-of-N, {label}")
-            axes.fill_between(xs, [r["ci"][0] for _, r in points], [r["ci"][1] for _, r in points], alpha=0.15)
+        if points:  # each point with its CI bar, as the single rows have theirs
+            axes.errorbar([x for x, _ in points], [r["clemscore"] for _, r in points],
+                          yerr=ci_bars([r for _, r in points]), marker="o", capsize=3, label=f"best-of-N, {label}")
     for name, marker in SINGLE_ROWS:
         if name in by_name:
             r = by_name[name]
@@ -462,8 +466,8 @@ def _markdown(document: dict, paired_table: str) -> str:
         "`switch rate`: guided turns that played another reply than greedy; a row that never switches equals greedy "
         "by construction.", "",
         *[f"- gate of `{r['name']}`: {r['gate']}" for r in rows if r.get("gate")], "",
-        "### What the switches won or lost (episodes with at least one switch, Main Score against sft-greedy's "
-        "episode of the same instance)", "", switches, "",
+        *(["### What the switches won or lost (episodes with at least one switch, Main Score against "
+            "sft-greedy's episode of the same instance)", "", switches, ""] if document.get("switches") else []),
         "![clemscore against N](clemscore_vs_n.png)", "", "![clemscore against generated tokens](clemscore_vs_tokens.png)",
         "", "## Paired differences (same held-out instances, paired bootstrap 95% CI)", "", paired_table, "",
         "## The PRM", "",
