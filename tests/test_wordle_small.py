@@ -108,7 +108,9 @@ def context_after(target: str, guesses: list[str]) -> list[dict]:
 
 
 def guess_of(reply: str) -> str:
-    return reply.split("\n")[0].removeprefix("GUESS: ")
+    from playprm.games.builtin.protocol import parse_tagged
+
+    return parse_tagged(reply, "GUESS")
 
 
 def test_the_small_expert_plays_the_consistent_word_that_leaves_fewest_targets():
@@ -118,8 +120,12 @@ def test_the_small_expert_plays_the_consistent_word_that_leaves_fewest_targets()
             context = context_after(target, guesses)
             possible = rules.consistent_words(rules.read_feedback("\n".join(m["content"] for m in context)),
                                               vocabulary="small")
-            guess = guess_of(expert.expert_move(context))
+            reply = expert.expert_move(context)
+            guess = guess_of(reply)
             assert guess in possible
+            # its work first: the words that fit, in list order (the game reads only the GUESS line)
+            work = "Every word fits so far." if not guesses else f"Words that fit: {' '.join(possible)}."
+            assert reply == f"EXPLANATION: {work}\nGUESS: {guess}" and (not guesses or len(possible) <= expert.MAX_LISTED)
             assert rules.expected_left(guess, possible) == min(rules.expected_left(w, possible) for w in possible)
             guesses.append(guess)
             assert len(guesses) <= 6

@@ -118,6 +118,23 @@ def wordle_reply(word: str) -> str:
     return f"GUESS: {word}\nEXPLANATION: A word that fits all feedback so far."
 
 
+MAX_LISTED = 20  # words the small-list expert writes out before its guess (more: the first ones and "and more")
+
+
+def wordle_work(word: str, options: tuple[str, ...], first: bool) -> str:
+    """The small-list expert's reply: first its work, the words that still fit all feedback (in list order),
+    then its guess. The game reads only the ``GUESS:`` line; writing the words out keeps each step local for a
+    small model: the words that fit now are those of its last list that fit the newest feedback (without the
+    list, a 4-layer model trained from scratch played consistent words on its second guess and almost never on
+    its third: BENCHMARKS.md, the wordle game)."""
+    if first:
+        work = "Every word fits so far."
+    else:
+        listed = " ".join(options[:MAX_LISTED]) + (" and more" if len(options) > MAX_LISTED else "")
+        work = f"Words that fit: {listed}."
+    return f"EXPLANATION: {work}\nGUESS: {word}"
+
+
 def wordle_moves(context: list[dict]) -> tuple[str, ...]:
     """The words a guesser may still play: consistent with all feedback (every allowed word when none is)."""
     from playprm.games.builtin.scripted import wordle_history, wordle_vocabulary
@@ -129,11 +146,20 @@ def wordle_moves(context: list[dict]) -> tuple[str, ...]:
 
 def wordle_guess(context: list[dict]) -> str:
     """The first allowed word consistent with all feedback so far; with the small list, the consistent word
-    that leaves the fewest targets."""
-    from playprm.games.builtin.scripted import wordle_vocabulary
+    that leaves the fewest targets, after the words that fit (``wordle_work``)."""
+    return wordle_replies(context, best=True)[0]
+
+
+def wordle_replies(context: list[dict], *, best: bool) -> list[str]:
+    """The expert's reply (``best``) or the replies of every word that fits (a noisy step's options), worded
+    as the expert words them for the game's list."""
+    from playprm.games.builtin.scripted import wordle_history, wordle_vocabulary
 
     moves = wordle_moves(context)
-    return wordle_reply(wordle_best(moves) if wordle_vocabulary(context) == "small" else moves[0])
+    if wordle_vocabulary(context) != "small":
+        return [wordle_reply(moves[0])] if best else [wordle_reply(w) for w in moves]
+    first = not wordle_history(context)
+    return [wordle_work(w, moves, first) for w in ([wordle_best(moves)] if best else moves)]
 
 
 def wordle_value(context: list[dict], reply: str) -> float:
@@ -210,7 +236,7 @@ def noisy_moves(context: list[dict]) -> list[str]:
         # a guesser's slip: the same work, then any answer
         return [guesser_reply(*named, label) for label in GUESSER_LABELS]
     if "Let's play Wordle" in first:  # another word that fits the feedback, worded as the expert's
-        return [wordle_reply(w) for w in wordle_moves(context)]
+        return wordle_replies(context, best=False)
     return valid_moves(context)
 
 
