@@ -215,6 +215,27 @@ def test_game_wordle_runs_the_small_preset_on_the_small_word_list(tmp_path, monk
     assert build_parser().parse_args(argv).pipeline_flags == "--grpo"
 
 
+def test_the_wordle_grid_trains_the_weaker_policy_with_turn_level_credit_on_the_same_budget(tmp_path):
+    from playprm.pipeline import small
+
+    work = tmp_path / "w"
+    steps = dict(small.small_preset("wordle", grpo=True).steps(work))
+    episode = steps["train-grpo weak"]
+    flag = lambda argv, name: argv[argv.index(name) + 1]  # noqa: E731
+    for variant, extra in (("tree", ["--advantage", "tree"]), ("prm", ["--prm-path", str(work / "prm"), "--prm-lambda", "1"]),
+                           ("prm0.5", ["--prm-path", str(work / "prm"), "--prm-lambda", "0.5"])):
+        argv = steps[f"train-grpo-{variant} weak"]
+        out = str(work / "grpo" / f"weak-grpo-{variant}")
+        assert flag(argv, "--output-dir") == out and argv[-len(extra):] == extra
+        # one change each: the same argv as episode-level GRPO but for its folder and the variant's flags
+        assert [a for a in argv[:-len(extra)] if a != out] == [a for a in episode if a != flag(episode, "--output-dir")]
+        assert flag(steps[f"eval weak-grpo-{variant}-greedy"], "--policy-model") == out
+    assert "train-grpo-tree sft" not in steps  # turn-level credit is measured on the weaker policy
+    for row in ("weak-beam", "weak-lf-beam"):
+        assert flag(steps[f"eval {row}"], "--policy-model") == str(work / "sft-policy" / "checkpoint-400")
+    assert "train-grpo-tree weak" not in dict(small.small_preset(grpo=True).steps(work))  # the reference game's grid
+
+
 def test_the_small_preset_refuses_a_game_it_has_no_settings_for(tmp_path, capsys):
     from playprm.cli import main
 

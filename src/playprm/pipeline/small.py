@@ -128,6 +128,11 @@ class SmallPreset:
     grpo_temperature: float = 0.5
     grpo_generations: int = 8
     grpo_batch: int = 64  # episodes per step (grpo_batch / grpo_generations instances)
+    # with --grpo, the weaker policy's GRPO with turn-level credit too, the same budget: tree step groups
+    # (--advantage tree) and PRM shaping (--prm-path, at each λ of grpo_lambdas); rows weak-grpo-<variant>-greedy
+    grpo_variants: bool = False
+    grpo_lambdas: tuple = (1.0, 0.5)
+    weak_beam: bool = False  # the PRM's beam searches (env lookahead and lookahead-free) on the weaker policy too
 
     def rows(self, prm: str = "prm", gate: str = "validation") -> list[GridRow]:
         """The evaluation grid on held-out instances (base greedy and round 2 come with their own stages), the
@@ -142,11 +147,7 @@ class SmallPreset:
         rows += [best_of_row(4, "prm", "argmax", prm, gate_of(gate, "sft"), gated=True)]
         rows += [best_of(n, "logprob") for n in self.ns]
         rows += [best_of(n, "expert") for n in self.oracle_ns]
-        n, prm_flags = CARD["n_candidates"], ("--prm-path", prm)
-        beam = ("--n-candidates", str(n), "--beam-width", str(CARD["beam_width"]))
-        rows += [GridRow("sft-beam", ("--mode", "beam-search", *beam, "--num-beam-iterations", "4", *prm_flags), n,
-                         "prm"),
-                 GridRow("sft-lf-beam", ("--mode", "lf-beam", *beam, *prm_flags), n, "prm")]
+        rows += beam_rows(prm)
         if self.weak_policy:
             rows += [GridRow("weak-greedy", policy="weak")]
             rows += [best_of(4, scorer, selection, policy="weak", prefix="weak")
@@ -154,6 +155,7 @@ class SmallPreset:
                                                ("logprob", "argmax"), ("expert", "argmax"))]
             rows += [best_of_row(4, "prm", "argmax", prm, gate_of(gate, "weak"), policy="weak", prefix="weak",
                                  gated=True)]
+            rows += beam_rows(prm, "weak") if self.weak_beam else []
         return rows
 
     def validation_rows_at(self, prm: str) -> list[GridRow]:
@@ -379,7 +381,23 @@ class SmallPreset:
                                                 *best_of_row(4, "prm", "argmax", w("prm"), "").flags, *eval_common,
                                                 "--results-dir", w(f"results/{kind}-grpo-prm-bon4")]),
             ]
+            if kind == "weak" and self.grpo_variants:  # the same run with turn-level credit, one change each
+                train = dict(steps)[f"train-grpo {kind}"]
+                for variant, flags in self.grpo_variant_flags(w("prm")):
+                    out = w(f"grpo/{kind}-grpo-{variant}")
+                    at = train.index("--output-dir") + 1
+                    steps += [(f"train-grpo-{variant} {kind}", [*train[:at], out, *train[at + 1:], *flags]),
+                              (f"eval {kind}-grpo-{variant}-greedy", ["eval", "--policy-model", out, *eval_common,
+                                                                       "--results-dir",
+                                                                       w(f"results/{kind}-grpo-{variant}-greedy")])]
         return steps
+
+    def grpo_variant_flags(self, prm: str) -> list[tuple[str, list[str]]]:
+        """(variant, train-grpo flags) of the GRPO runs with turn-level credit: tree step groups, and PRM shaping
+        at each λ (``prm`` λ 1, ``prm0.5`` ...)."""
+        shaped = [(f"prm{'' if lam == 1 else f'{lam:g}'}", ["--prm-path", prm, "--prm-lambda", f"{lam:g}"])
+                  for lam in self.grpo_lambdas]
+        return [("tree", ["--advantage", "tree"]), *shaped]
 
     def grid(self) -> list[GridRow]:
         """Every row the summary may find under ``results/``, in table order: base greedy, the evaluation grid,
@@ -387,9 +405,11 @@ class SmallPreset:
         --grpo)."""
         from dataclasses import replace
 
-        return [GridRow("base-greedy", policy="base"), *replace(self, anchored=True, random_row=True).rows(),
-                GridRow(ROUND2_ROW, policy="round2"),
-                *DPO_ROWS, *WSFT_ROWS, *GRPO_ROWS]
+        variants = [GridRow(f"weak-grpo-{variant}-greedy", policy=f"weak-grpo-{variant}")
+                    for variant, _ in self.grpo_variant_flags("")]
+        return [GridRow("base-greedy", policy="base"),
+                *replace(self, anchored=True, random_row=True, weak_beam=True).rows(),
+                GridRow(ROUND2_ROW, policy="round2"), *DPO_ROWS, *WSFT_ROWS, *GRPO_ROWS, *variants]
 
 
 DEFAULT_GAME = "referencegame"
@@ -400,7 +420,8 @@ GAME_SETTINGS = {
     # plays each training target 8 times (its noisy moves are other consistent words, so the episodes differ) and
     # the PRM's and the weaker policy's branched rollouts cover every training target
     "wordle": {"games": (("wordle", 200, 70),), "vocabulary": "small", "validation_instances": 30,
-               "teacher_samples": 8, "rollout_instances": 200, "dpo_weak_instances": 200, "random_row": True},
+               "teacher_samples": 8, "rollout_instances": 200, "dpo_weak_instances": 200, "random_row": True,
+               "weak_beam": True, "grpo_variants": True},
 }
 
 
@@ -411,6 +432,16 @@ def small_preset(game: str = DEFAULT_GAME, **fields) -> SmallPreset:
 
         raise UsageError(f"--game {game}: the small preset plays {', '.join(GAME_SETTINGS)}")
     return SmallPreset(**{**GAME_SETTINGS[game], **fields})
+
+
+def beam_rows(prm: str, policy: str = "sft") -> list[GridRow]:
+    """The PRM's beam searches at the card's settings: ``<policy>-beam`` (the card's, with the environment's
+    lookahead: reported apart) and ``<policy>-lf-beam`` (lookahead-free)."""
+    n, prm_flags = CARD["n_candidates"], ("--prm-path", prm)
+    beam = ("--n-candidates", str(n), "--beam-width", str(CARD["beam_width"]))
+    return [GridRow(f"{policy}-beam", ("--mode", "beam-search", *beam, "--num-beam-iterations", "4", *prm_flags), n,
+                    "prm", policy=policy),
+            GridRow(f"{policy}-lf-beam", ("--mode", "lf-beam", *beam, *prm_flags), n, "prm", policy=policy)]
 
 
 def gate_of(gate: str, policy: str) -> str:
@@ -481,4 +512,7 @@ PAIRS = [("sft-greedy", "base-greedy"), ("sft-greedy", "random-valid"), ("weak-g
          # online RL (--grpo): against greedy, against DPO, and search on top of it
          ("sft-grpo-greedy", "sft-greedy"), ("weak-grpo-greedy", "weak-greedy"), ("sft-grpo-greedy", "sft-dpo-greedy"),
          ("weak-grpo-greedy", "weak-dpo-greedy"), ("weak-grpo-greedy", "weak-wsft-greedy"),
-         ("sft-grpo-prm-bon4", "sft-grpo-greedy"), ("weak-grpo-prm-bon4", "weak-grpo-greedy")]
+         ("sft-grpo-prm-bon4", "sft-grpo-greedy"), ("weak-grpo-prm-bon4", "weak-grpo-greedy"),
+         # the PRM's beam searches on the weaker policy, and GRPO with turn-level credit against episode GRPO
+         ("weak-beam", "weak-greedy"), ("weak-lf-beam", "weak-greedy"),
+         *((f"weak-grpo-{v}-greedy", b) for v in ("tree", "prm", "prm0.5") for b in ("weak-grpo-greedy", "weak-greedy"))]

@@ -318,12 +318,17 @@ def sibling_line(siblings: dict) -> str:
 # what each policy's learning rows are, for the table at a glance: (row suffix, method), the policy's kind
 # ("weak" or "sft") before the suffix; rows a preset did not run are left out
 LEARNED = (("dpo-greedy", "SFT + DPO, greedy"), ("grpo-greedy", "GRPO, greedy"), ("wsft-greedy", "value-weighted SFT, greedy"),
+           ("grpo-tree-greedy", "GRPO, tree step groups"), ("grpo-prm-greedy", "GRPO, PRM-shaped (λ 1)"),
+           ("grpo-prm0.5-greedy", "GRPO, PRM-shaped (λ 0.5)"),
            ("prm-bon4", "PRM best-of-4 (argmax)"), ("prm-gated-bon4", "PRM best-of-4, gated"),
            ("dpo-prm-bon4", "SFT + DPO, PRM best-of-4"), ("grpo-prm-bon4", "GRPO, PRM best-of-4"),
            ("round2-greedy", "expert iteration, greedy"))
 # training stages whose seconds a learned row's cost counts, by the row suffix's method (pipeline.small's stage
-# names end in the policy's kind; pipeline.smol trains one policy and its names carry none)
+# names end in the policy's kind; pipeline.smol trains one policy and its names carry none); a name is a stage's
+# whole first words ("train-grpo" counts "train-grpo weak", not "train-grpo-tree weak")
 TRAINING_STAGES = {"dpo": ("collect weak", "collect dpo", "pref-data", "train-dpo"), "grpo": ("train-grpo",),
+                   "grpo-tree": ("train-grpo-tree",), "grpo-prm": ("train-grpo-prm",),
+                   "grpo-prm0.5": ("train-grpo-prm0.5",),
                    "wsft": ("collect weak", "collect dpo", "sft-data wsft", "train-wsft"), "round2": ("round 2",),
                    "prm": ("collect policy", "prm-data", "train-prm")}
 SHARED_STAGES = ("collect policy", "prm-data", "train-prm", "round 2")  # one run serves both policies
@@ -367,8 +372,10 @@ def glance(rows: list[dict], paired: list[dict], stages: dict) -> list[dict]:
         if best is not None:
             difference, method, suffix = best
             row = by_name[difference["a"]]
-            method_key = suffix.split("-", 1)[0]
-            seconds = sum(v for k, v in stages.items() if k.startswith(TRAINING_STAGES.get(method_key, ("-",)))
+            method_key = suffix.removesuffix("-greedy")
+            method_key = method_key if method_key in TRAINING_STAGES else suffix.split("-", 1)[0]
+            seconds = sum(v for k, v in stages.items() if any(k == p or k.startswith(p + " ")
+                                                               for p in TRAINING_STAGES.get(method_key, ()))
                           and (k.endswith(kind) or k.startswith(SHARED_STAGES) or not k.endswith((" weak", " sft"))))
             record.update(best=difference["a"], method=method, difference=difference["difference"],
                           ci=difference["ci"], tokens=row.get("generated_tokens_per_episode"),
