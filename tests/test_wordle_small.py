@@ -172,3 +172,36 @@ def test_a_tiny_model_plays_the_small_game_and_the_experts_best_of_n_picks_by_th
         assert record["target_word"] not in train
         first = next(e["action"]["content"] for e in record["turns"][0] if e["action"]["type"] == "send message")
         assert rules.vocabulary_of(first) == "small"
+
+
+def test_the_wordle_tokenizer_holds_each_word_as_one_token_and_reads_feedback_letter_by_letter(tmp_path, capsys):
+    """make-tiny --tokenizer-pieces wordle, trained on the expert's small-list episodes: a feedback line keeps one
+    token per letter's colour (without the pieces a whole line merged into a few opaque tokens) and every word of
+    the list is one token, after a space and after the feedback's bracket."""
+    from transformers import AutoTokenizer
+
+    write_split(tmp_path / "train", seed=1, per_experiment=300, games=["wordle"], vocabulary="small")
+    assert main(["collect", "--policy-model", "programmatic:expert", "--games-dir", str(tmp_path / "train"),
+                 "--game", "wordle", "--samples-per-instance", "2", "--temperature", "1.0",
+                 "--results-dir", str(tmp_path / "teacher")]) == 0
+    assert main(["sft-data", "--results-dir", str(tmp_path / "teacher"), "--out", str(tmp_path / "data")]) == 0
+    data = str(tmp_path / "data" / "train.jsonl")
+    for pieces, out in ((["--tokenizer-pieces", "wordle"], "pieces"), ([], "plain")):
+        assert main(["make-tiny", "--out", str(tmp_path / out), "--arch", "qwen3", "--tokenizer-data", data,
+                     *pieces]) == 0
+    line = "Feedback on guess 1 (rates): r=red a=yellow t=red e=red s=green"
+    tokens = {out: [AutoTokenizer.from_pretrained(tmp_path / out / "policy").decode([i]) for i in
+                    AutoTokenizer.from_pretrained(tmp_path / out / "policy")(line)["input_ids"]]
+              for out in ("pieces", "plain")}
+    assert tokens["pieces"][-5:] == [" r=red", " a=yellow", " t=red", " e=red", " s=green"]
+    assert "(rates" in tokens["pieces"]
+    assert not any(t.strip() in ("r=red", "a=yellow") for t in tokens["plain"])  # what the pieces change
+    tokenizer = AutoTokenizer.from_pretrained(tmp_path / "pieces" / "policy")
+    words = rules.valid_words("small")
+    assert all(len(tokenizer(f" {w}")["input_ids"]) == 1 for w in words)
+    # bad input: one line, nothing written
+    assert main(["make-tiny", "--out", str(tmp_path / "x"), "--tokenizer-pieces", "wordle"]) == 2
+    assert main(["make-tiny", "--out", str(tmp_path / "y"), "--tokenizer-data", data, "--tokenizer-pieces", "(a"]) == 2
+    err = capsys.readouterr().err
+    assert "needs --tokenizer-data" in err and "is not a regular expression" in err
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()

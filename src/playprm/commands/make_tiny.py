@@ -23,6 +23,10 @@ def register(subparsers) -> None:
                         help="train the tokenizer on these chat files (records with 'messages', e.g. sft-data's "
                              "train.jsonl) instead of English words: lines of the games' prompts and grid rows "
                              "become single tokens (a model trained from scratch on those texts)")
+    parser.add_argument("--tokenizer-pieces", metavar="REGEX|wordle",
+                        help="with --tokenizer-data: pieces of text the tokenizer keeps apart from their neighbours "
+                             "(a regular expression, or 'wordle': each word and each letter's feedback, such as "
+                             "' r=yellow', its own piece), so that no token spans one and its context")
     parser.set_defaults(func=run)
 
 
@@ -32,16 +36,37 @@ def run(args) -> int:
     if args.out.exists() and not args.out.is_dir():
         raise UsageError(f"--out {args.out} exists and is not a directory; choose another path")
     corpus = read_corpus(args.tokenizer_data) if args.tokenizer_data else None
+    pieces = tokenizer_pieces(args.tokenizer_pieces, corpus)
     from playprm.models.tiny import TinySize
     from playprm.prm.tiny import make_tiny
 
     kv_heads = max(1, args.heads // 2)
     paths = make_tiny(
         args.out, TinySize(layers=args.layers, hidden=args.hidden, heads=args.heads, kv_heads=kv_heads, arch=args.arch),
-        seed=args.seed, corpus=corpus,
+        seed=args.seed, corpus=corpus, pieces=pieces,
     )
     print(f"policy: {paths['policy']} ({args.arch})\nprm:    {paths['prm']}")
     return 0
+
+
+def tokenizer_pieces(value: str | None, corpus: list[str] | None) -> str | None:
+    """The regular expression of ``--tokenizer-pieces`` (``wordle``: the game's own), checked before any model is
+    written; ``UsageError`` without ``--tokenizer-data`` or for a pattern that does not compile."""
+    if value is None:
+        return None
+    if corpus is None:
+        raise UsageError("--tokenizer-pieces needs --tokenizer-data: it splits the texts the tokenizer is trained on")
+    if value == "wordle":
+        from playprm.games.builtin.wordle.rules import TOKEN_PIECES
+
+        return TOKEN_PIECES
+    from tokenizers import Regex
+
+    try:
+        Regex(value)
+    except Exception as error:  # noqa: BLE001 - the tokenizers library raises its own exception type
+        raise UsageError(f"--tokenizer-pieces {value!r} is not a regular expression: {error}") from None
+    return value
 
 
 def read_corpus(paths: list[Path]) -> list[str]:

@@ -100,10 +100,13 @@ CORPUS_PIECES = r"(?<!\S)\S(?: \S)+(?!\S)|\n"
 
 
 def build_tokenizer(vocab_size: int, extra_special: list[str] = (), corpus: list[str] | None = None,
-                    words: list[str] | None = None):
+                    words: list[str] | None = None, pieces: str | None = None):
     """Train a byte-level BPE tokenizer here (no download) and wrap it for transformers: on English words split
     at spaces, or with ``corpus`` on those texts (and the words) split into ``CORPUS_PIECES``. ``words`` replaces
-    the English words (the GPU benchmarks pass made-up ones, so they run without the english-words package)."""
+    the English words (the GPU benchmarks pass made-up ones, so they run without the english-words package).
+    ``pieces``: a regular expression of more pieces the corpus tokenizer keeps apart from their neighbours, so
+    that no token spans one and its context (wordle's words and letter feedback, ``rules.TOKEN_PIECES``: without
+    them a feedback line merges into a few opaque tokens)."""
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -112,7 +115,8 @@ def build_tokenizer(vocab_size: int, extra_special: list[str] = (), corpus: list
         tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     else:
         tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
-            pre_tokenizers.Split(Regex(CORPUS_PIECES), behavior="isolated"),
+            pre_tokenizers.Split(Regex(f"{pieces}|{CORPUS_PIECES}" if pieces else CORPUS_PIECES),
+                                 behavior="isolated"),
             pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
         ])
     tokenizer.decoder = decoders.ByteLevel()
@@ -122,6 +126,9 @@ def build_tokenizer(vocab_size: int, extra_special: list[str] = (), corpus: list
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
+    # with pieces, the texts alone (and the generic game lines): the English word list's words would also be pieces,
+    # and their merges would crowd the game's own words out of the vocabulary
+    words = [] if pieces and words is None else words
     tokenizer.train_from_iterator([*(corpus or []), *_tokenizer_corpus(words)], trainer=trainer)
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tokenizer,
@@ -168,7 +175,7 @@ def tiny_config(tokenizer, size: TinySize):
 
 
 def write_tiny_policy(folder: str | Path, size: TinySize | None = None, seed: int = 0,
-                      corpus: list[str] | None = None):
+                      corpus: list[str] | None = None, pieces: str | None = None):
     """Write a random-weight causal LM of ``size.arch`` into ``folder``, with a tokenizer trained on ``corpus``
     when given (see ``build_tokenizer``) and ``playprm_tiny.json`` naming its size; returns its config and
     tokenizer, from which a PRM of the same shape is built."""
@@ -177,7 +184,7 @@ def write_tiny_policy(folder: str | Path, size: TinySize | None = None, seed: in
 
     size = size or TinySize()
     folder = Path(folder)
-    tokenizer = build_tokenizer(size.vocab, VISION_TOKENS if size.arch == "qwen3.5" else [], corpus)
+    tokenizer = build_tokenizer(size.vocab, VISION_TOKENS if size.arch == "qwen3.5" else [], corpus, pieces=pieces)
     config = tiny_config(tokenizer, size)
 
     torch.manual_seed(seed)

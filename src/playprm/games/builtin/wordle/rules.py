@@ -45,6 +45,11 @@ WORD_RULES = {
              "The secret word is one of them too.",
 }
 SMALL_LIST_NOTE = "my small word list"
+# for a tokenizer trained on wordle's texts (make-tiny --tokenizer-pieces wordle): a five-letter word and one
+# letter's feedback ("r=yellow") are pieces of their own, with the space or bracket before them, so that a word is
+# one token and a feedback line reads letter by letter (without them the 2026-12-06 probe's tokenizer merged
+# "Feedback on guess 1 (rates): r=red a=yellow t=red e" into one token)
+TOKEN_PIECES = r" ?\b[a-z]=(?:green|yellow|red)\b|[ (]?\b[a-z]{5}\b"
 
 
 def feedback(guess: str, target: str) -> str:
