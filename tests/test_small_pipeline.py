@@ -222,7 +222,7 @@ def test_the_wordle_grid_trains_the_weaker_policy_with_turn_level_credit_on_the_
     steps = dict(small.small_preset("wordle", grpo=True).steps(work))
     episode = steps["train-grpo weak"]
     flag = lambda argv, name: argv[argv.index(name) + 1]  # noqa: E731
-    for variant, extra in (("tree", ["--advantage", "tree"]), ("prm", ["--prm-path", str(work / "prm"), "--prm-lambda", "1"]),
+    for variant, extra in (("tree", ["--advantage", "tree", "--branch-factor", "2"]), ("prm", ["--prm-path", str(work / "prm"), "--prm-lambda", "1"]),
                            ("prm0.5", ["--prm-path", str(work / "prm"), "--prm-lambda", "0.5"])):
         argv = steps[f"train-grpo-{variant} weak"]
         out = str(work / "grpo" / f"weak-grpo-{variant}")

@@ -66,6 +66,7 @@ class SmallPreset:
     # experiments, wordle's splits one (secret words from its small list, `vocabulary`)
     games: tuple = (("referencegame", 1500, 150),)
     vocabulary: str = "full"  # wordle's word list (instances --vocabulary)
+    tokenizer_pieces: str | None = None  # make-tiny --tokenizer-pieces (wordle: words and letter feedback apart)
     random_row: bool = False  # a random-valid row (scripted:random-valid, sampled) beside greedy
     layers: int = 4
     hidden: int = 128
@@ -132,6 +133,9 @@ class SmallPreset:
     # (--advantage tree) and PRM shaping (--prm-path, at each λ of grpo_lambdas); rows weak-grpo-<variant>-greedy
     grpo_variants: bool = False
     grpo_lambdas: tuple = (1.0, 0.5)
+    # tree step groups: forks per trained turn (None: all num_generations at the first turn, the reference game's
+    # only one; on wordle 2, so that groups of siblings form at the first three guesses)
+    grpo_tree_branch: int | None = None
     weak_beam: bool = False  # the PRM's beam searches (env lookahead and lookahead-free) on the weaker policy too
 
     def rows(self, prm: str = "prm", gate: str = "validation") -> list[GridRow]:
@@ -199,7 +203,8 @@ class SmallPreset:
             # a model trained from scratch gets a tokenizer trained on its training texts (see models.tiny)
             ("make-tiny", ["make-tiny", "--out", w("base"), "--arch", "qwen3", "--layers", str(self.layers),
                            "--hidden", str(self.hidden), "--seed", str(s), "--tokenizer-data",
-                           w("sft-data/train.jsonl")]),
+                           w("sft-data/train.jsonl"),
+                           *(["--tokenizer-pieces", self.tokenizer_pieces] if self.tokenizer_pieces else [])]),
             ("eval base-greedy", ["eval", "--policy-model", w("base/policy"), *eval_common,
                                   "--results-dir", w("results/base-greedy")]),
             ("train-sft", ["train-sft", "--model", w("base/policy"), "--data", w("sft-data"), "--output-dir", policy,
@@ -397,7 +402,8 @@ class SmallPreset:
         at each λ (``prm`` λ 1, ``prm0.5`` ...)."""
         shaped = [(f"prm{'' if lam == 1 else f'{lam:g}'}", ["--prm-path", prm, "--prm-lambda", f"{lam:g}"])
                   for lam in self.grpo_lambdas]
-        return [("tree", ["--advantage", "tree"]), *shaped]
+        branch = ["--branch-factor", str(self.grpo_tree_branch)] if self.grpo_tree_branch else []
+        return [("tree", ["--advantage", "tree", *branch]), *shaped]
 
     def grid(self) -> list[GridRow]:
         """Every row the summary may find under ``results/``, in table order: base greedy, the evaluation grid,
@@ -419,9 +425,14 @@ GAME_SETTINGS = {
     # 300 targets in all, each in one split: 200 to train on, 70 held out, 30 for validation (the gates). The teacher
     # plays each training target 8 times (its noisy moves are other consistent words, so the episodes differ) and
     # the PRM's and the weaker policy's branched rollouts cover every training target
-    "wordle": {"games": (("wordle", 200, 70),), "vocabulary": "small", "validation_instances": 30,
+    "wordle": {"games": (("wordle", 200, 70),), "vocabulary": "small", "tokenizer_pieces": "wordle",
+               "validation_instances": 30,
                "teacher_samples": 8, "rollout_instances": 200, "dpo_weak_instances": 200, "random_row": True,
-               "weak_beam": True, "grpo_variants": True},
+               "weak_beam": True, "grpo_variants": True, "grpo_tree_branch": 2,
+               # the expert's reply spells its work out (about 26 tokens); best-of-N at the card's N alone, for time
+               "max_tokens": 48, "ns": (4,), "oracle_ns": (4,),
+               # a GRPO step plays 64 episodes of up to six turns: half the reference game's steps, for time
+               "grpo_steps": 100},
 }
 
 

@@ -6,7 +6,8 @@ so ``programmatic:expert`` plays the built-in games by their rules, from the con
 
 - wordle: the first allowed word consistent with all feedback so far (the game's own ``mock``
   strategy); with the small word list (``rules.SMALL_LIST_NOTE``), the consistent word that leaves the fewest
-  possible targets on average (``rules.expected_left``, ties to the more frequent word);
+  possible targets on average (``rules.expected_left``, ties to the more frequent word), after its work
+  (``wordle_work``);
 - referencegame: the describer names one row that only the target grid has at that place ("the third row is
   X X ▢ ▢ X"); the guesser first lists that row of each of its grids with whether it is the one named, one line
   each ("second: X X ▢ ▢ X same"), then answers with the grid that has it (the game reads only the ``ANSWER:``
@@ -118,20 +119,29 @@ def wordle_reply(word: str) -> str:
     return f"GUESS: {word}\nEXPLANATION: A word that fits all feedback so far."
 
 
-MAX_LISTED = 20  # words the small-list expert writes out before its guess (more: the first ones and "and more")
+def wordle_work(word: str, history: list[tuple[str, str]]) -> str:
+    """The small-list expert's reply: first its work, then its guess. The work is what the feedback so far
+    says, letter by letter (``known``: the green letter of each position or ``_``; ``has``: letters in the word
+    whose place is open; ``not``: letters not in it), and the guess spelt out; the game reads only the ``GUESS:``
+    line. Each piece is local for a small model: this turn's summary is the last one updated by the newest
+    feedback, and each letter of the guess is checked against the summary (without the work, a 4-layer model
+    trained from scratch played consistent words on its second guess and almost never on its third, with a
+    tokenizer that reads feedback letter by letter or not: BENCHMARKS.md, the wordle game)."""
+    from playprm.games.builtin.wordle.rules import GREEN, RED
 
-
-def wordle_work(word: str, options: tuple[str, ...], first: bool) -> str:
-    """The small-list expert's reply: first its work, the words that still fit all feedback (in list order),
-    then its guess. The game reads only the ``GUESS:`` line; writing the words out keeps each step local for a
-    small model: the words that fit now are those of its last list that fit the newest feedback (without the
-    list, a 4-layer model trained from scratch played consistent words on its second guess and almost never on
-    its third: BENCHMARKS.md, the wordle game)."""
-    if first:
-        work = "Every word fits so far."
-    else:
-        listed = " ".join(options[:MAX_LISTED]) + (" and more" if len(options) > MAX_LISTED else "")
-        work = f"Words that fit: {listed}."
+    known = ["_"] * len(word)
+    present, absent = [], []
+    for guess, pattern in history:
+        for i, (letter, mark) in enumerate(zip(guess, pattern)):
+            if mark == GREEN:
+                known[i] = letter
+            if mark != RED and letter not in present:
+                present.append(letter)
+    for guess, pattern in history:  # red and never green or yellow elsewhere: not in the word
+        absent += [c for c, m in zip(guess, pattern) if m == RED and c not in present and c not in absent]
+    has = [c for c in present if c not in known]
+    work = (f"known {' '.join(known)} , has {' '.join(has) or '-'} , not {' '.join(sorted(absent)) or '-'} . "
+            f"guess {' '.join(word)}")
     return f"EXPLANATION: {work}\nGUESS: {word}"
 
 
@@ -158,8 +168,8 @@ def wordle_replies(context: list[dict], *, best: bool) -> list[str]:
     moves = wordle_moves(context)
     if wordle_vocabulary(context) != "small":
         return [wordle_reply(moves[0])] if best else [wordle_reply(w) for w in moves]
-    first = not wordle_history(context)
-    return [wordle_work(w, moves, first) for w in ([wordle_best(moves)] if best else moves)]
+    history = wordle_history(context)
+    return [wordle_work(w, history) for w in ([wordle_best(moves)] if best else moves)]
 
 
 def wordle_value(context: list[dict], reply: str) -> float:

@@ -49,7 +49,7 @@ SMALL_LIST_NOTE = "my small word list"
 # letter's feedback ("r=yellow") are pieces of their own, with the space or bracket before them, so that a word is
 # one token and a feedback line reads letter by letter (without them the 2026-12-06 probe's tokenizer merged
 # "Feedback on guess 1 (rates): r=red a=yellow t=red e" into one token)
-TOKEN_PIECES = r" ?\b[a-z]=(?:green|yellow|red)\b|[ (]?\b[a-z]{5}\b"
+TOKEN_PIECES = r" ?\b[a-z]=(?:green|yellow|red)\b|[ (]?\b[a-z]{5}\b| [a-z_-](?![a-z])"
 
 
 def feedback(guess: str, target: str) -> str:
