@@ -432,8 +432,9 @@ GAME_SETTINGS = {
                "weak_beam": True, "grpo_variants": True, "grpo_tree_branch": 2,
                # the expert's reply spells its work out (about 26 tokens); best-of-N at the card's N alone, for time
                "max_tokens": 48, "ns": (4,), "oracle_ns": (4,),
-               # a GRPO step plays 64 episodes of up to six turns: half the reference game's steps, for time
-               "grpo_steps": 100},
+               # for time on 2 cores: a GRPO step plays 64 episodes of up to six turns (a quarter of the reference
+               # game's steps, each of the five GRPO runs), and the PRM trains about half as long
+               "grpo_steps": 50, "prm_steps": 800},
 }
 
 
