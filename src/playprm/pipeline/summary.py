@@ -456,8 +456,11 @@ def _markdown(document: dict, paired_table: str) -> str:
         *document["about"],
         "- A run that played no episode to the end (`base-greedy` where the base never keeps the reply format) has "
         "no clemscore in clemcore's table; 0 % played makes it 0 here and in the paired differences.",
-        "- `sft-oracle-bon<N>` ranks candidates by agreement with the programmatic expert's move for the player's "
-        "context (it sees no hidden game state): an upper bound, not a PRM.", "",
+        "- `sft-oracle-bon<N>` ranks candidates by the programmatic expert's judgement of the player's context (it "
+        "sees no hidden game state): in the reference game agreement with the expert's move; in wordle a guess that "
+        "fits all feedback so far before one that does not, then the one expected to leave the fewest possible "
+        "secret words (`--scorer expert`). The room it measures is what a scorer that knows the game's rules could "
+        "gain by choosing among the policy's own samples: an upper bound, not a PRM.", "",
         *(["## At a glance (held-out, paired against each policy's greedy)", "", _glance_table(document["glance"]), "",
            "- the room: what the programmatic expert gains choosing among the same policy's 4 samples per turn; "
            "share of the room: a row's gain over greedy divided by it. Cost: the best row's generated tokens per "
