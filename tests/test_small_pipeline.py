@@ -231,8 +231,9 @@ def test_the_wordle_grid_trains_the_weaker_policy_with_turn_level_credit_on_the_
         assert [a for a in argv[:-len(extra)] if a != out] == [a for a in episode if a != flag(episode, "--output-dir")]
         assert flag(steps[f"eval weak-grpo-{variant}-greedy"], "--policy-model") == out
     assert "train-grpo-tree sft" not in steps  # turn-level credit is measured on the weaker policy
+    beam = dict(small.small_preset("wordle", weak_beam=True).steps(work))
     for row in ("weak-beam", "weak-lf-beam"):
-        assert flag(steps[f"eval {row}"], "--policy-model") == str(work / "sft-policy" / "checkpoint-400")
+        assert flag(beam[f"eval {row}"], "--policy-model") == str(work / "sft-policy" / "checkpoint-400")
     assert "train-grpo-tree weak" not in dict(small.small_preset(grpo=True).steps(work))  # the reference game's grid
 
 

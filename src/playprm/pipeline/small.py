@@ -367,7 +367,7 @@ class SmallPreset:
         """GRPO: each policy trained online on the training instances (full weights, as it was trained), then
         played greedy and with the PRM's best-of-4 on the held-out instances."""
         steps = []
-        for kind in self.kinds():
+        for kind in reversed(self.kinds()):  # the weaker policy first: its rows are the ones with room to gain
             out = w(f"grpo/{kind}-grpo")
             steps += [
                 (f"train-grpo {kind}", ["train-grpo", "--model", policies[kind], "--games-dir", w(TRAIN), *games,
@@ -429,7 +429,7 @@ GAME_SETTINGS = {
     "wordle": {"games": (("wordle", 200, 70),), "vocabulary": "small", "tokenizer_pieces": "wordle",
                "validation_instances": 30,
                "teacher_samples": 16, "rollout_instances": 200, "dpo_weak_instances": 200, "random_row": True,
-               "weak_beam": True, "grpo_variants": True, "grpo_tree_branch": 2,
+               "grpo_variants": True, "grpo_tree_branch": 2,
                # the expert's reply spells its work out (about 26 tokens); best-of-N at the card's N alone, for time
                "max_tokens": 48, "ns": (4,), "oracle_ns": (4,),
                # for time on 2 cores: a GRPO step plays 64 episodes of up to six turns (a quarter of the reference
