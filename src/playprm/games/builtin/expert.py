@@ -156,7 +156,7 @@ def wordle_moves(context: list[dict]) -> tuple[str, ...]:
 
 def wordle_guess(context: list[dict]) -> str:
     """The first allowed word consistent with all feedback so far; with the small list, the consistent word
-    that leaves the fewest targets, after the words that fit (``wordle_work``)."""
+    that leaves the fewest targets, after its work (``wordle_work``)."""
     return wordle_replies(context, best=True)[0]
 
 
