@@ -1,6 +1,7 @@
 """CPU threads by the model's size and the machine's load (``transformers_runtime.choose_cpu_threads``): the idle
 cores for a large model, one thread for a small or unknown one or a busy machine, ``OMP_NUM_THREADS`` overrides, and
-a bad override is one line before anything runs."""
+a bad override is one line before anything runs; a choice playprm made follows the idle cores between training steps
+and generation batches (``follow_cpu_threads``), and the stage's record shows it."""
 
 from __future__ import annotations
 
@@ -62,7 +63,11 @@ def test_idle_cores_leave_out_what_other_processes_run(monkeypatch):
     monkeypatch.setattr(runtime.os, "cpu_count", lambda: 4)
     monkeypatch.setattr(runtime, "usable_cores", lambda: 4)
     # running counts 1, 9, 2 (this thread included): the median is 1 other runnable thread, a passing burst ignored
-    assert runtime.idle_cores(samples=3, pause=0, read=lambda: next(readings)) == 3
+    assert runtime.idle_cores(samples=3, pause=0, read=lambda: next(readings), own=lambda: 1) == 3
+    # this process's own runnable threads (a torch worker still spinning) are not another process's load
+    readings = iter(["0.5 0.4 0.3 3/100 7\n"] * 3)
+    assert runtime.idle_cores(samples=3, pause=0, read=lambda: next(readings), own=lambda: 3) == 4
+    assert 1 <= runtime._own_running() <= len(list(runtime.Path("/proc/self/task").glob("*")))
 
     def missing():
         raise FileNotFoundError("/proc/loadavg")
@@ -101,3 +106,70 @@ def test_a_bad_omp_num_threads_is_one_line_and_exit_2_before_anything_is_written
     error = capsys.readouterr().err.strip()
     assert error.count("\n") == 0 and "OMP_NUM_THREADS" in error and "positive whole number" in error
     assert not out.exists()
+
+
+@pytest.fixture
+def following(tmp_path, monkeypatch, restore_threads):
+    """A large model (by a lowered bar) whose threads playprm chooses, every call to ``follow_cpu_threads`` looking
+    at the machine again; ``idle`` is the list of idle-core readings, the last repeated."""
+    folder = write_weights(tmp_path / "model", {"a": (2, 2)})
+    monkeypatch.setattr(runtime, "LARGE_MODEL_PARAMETERS", 4)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    idle = [1]
+    monkeypatch.setattr(runtime, "idle_cores", lambda: idle.pop(0) if len(idle) > 1 else idle[0])
+    yield folder, idle
+    runtime._choice.following = False  # later tests' threads are not this model's
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="on CUDA the CPU threads are left alone")
+def test_a_choice_playprm_made_follows_the_idle_cores_and_the_record_shows_it(following, monkeypatch):
+    folder, idle = following
+    assert runtime.choose_cpu_threads(folder) == 1 and runtime.thread_record() == 1  # a short job holds a core
+    started = runtime._choice.checked
+    idle[:] = [2]  # the job ended
+    assert runtime.follow_cpu_threads(now=started + 1) == 1  # not looked at again so soon
+    assert runtime.follow_cpu_threads(now=started + runtime.FOLLOW_EVERY_SECONDS) == 2 == torch.get_num_threads()
+    assert runtime.thread_record() == "1-2"
+    idle[:] = [1]  # another job started: the core goes back
+    assert runtime.follow_cpu_threads(now=started + 2 * runtime.FOLLOW_EVERY_SECONDS) == 1 == torch.get_num_threads()
+    runtime.start_thread_record()  # the next stage's record starts from the threads set now
+    assert runtime.thread_record() == 1
+    # the user's count is kept to the end, and a small model keeps its one thread
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    runtime.choose_cpu_threads(folder)
+    idle[:] = [2]
+    assert runtime.follow_cpu_threads(now=started + 9 * runtime.FOLLOW_EVERY_SECONDS) == 1
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    monkeypatch.setattr(runtime, "LARGE_MODEL_PARAMETERS", 5)
+    runtime.choose_cpu_threads(folder)
+    assert runtime.follow_cpu_threads(now=started + 9 * runtime.FOLLOW_EVERY_SECONDS) == 1
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="on CUDA the CPU threads are left alone")
+def test_training_steps_and_generation_batches_follow_the_machine(following, card_models, tmp_path, monkeypatch):
+    """train-sft (the trainers share ``training_callbacks``) and the policy's batched generation look again between
+    units of work: with the tiny policy counted as large, the second core freed after the start is taken."""
+    from test_train_sft import QUICK, TINY_RECIPE, write_sft_data
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from playprm.cli import main
+    from playprm.models.base import PolicySpec
+    from playprm.models.hf import HFPolicy
+
+    _, idle = following
+    monkeypatch.setattr(runtime, "LARGE_MODEL_PARAMETERS", 1)
+    monkeypatch.setattr(runtime, "FOLLOW_EVERY_SECONDS", 0.0)
+    idle[:] = [1, 2]  # one core at the start, two afterwards
+    assert main(["train-sft", "--config", str(TINY_RECIPE), "--model", str(card_models["policy"]), "--data",
+                 str(write_sft_data(tmp_path / "data", train=4, validation=2)), "--output-dir", str(tmp_path / "out"),
+                 *QUICK, "--max-steps", "2", "--eval-strategy", "no", "--save-strategy", "no"]) == 0
+    assert runtime.thread_record() == "1-2"
+
+    idle[:] = [1, 2]
+    runtime.choose_cpu_threads(card_models["policy"])
+    policy = HFPolicy(PolicySpec("p", "hf", str(card_models["policy"])),
+                      model=AutoModelForCausalLM.from_pretrained(card_models["policy"]),
+                      tokenizer=AutoTokenizer.from_pretrained(card_models["policy"]))
+    policy.max_batch_rows = 1  # two batches: the second looks again
+    policy.generate_ids([[1, 2, 3], [4, 5]], max_tokens=1)
+    assert runtime.thread_record() == "1-2"

@@ -1,5 +1,5 @@
 """How playprm runs transformers models, shared by the policy (``models.hf``), the PRM (``prm``) and training
-(``train``): CPU threads (decided once per run, where it starts), left-padded batches and KV-cache rows across
+(``train``): CPU threads (decided where a run starts, then followed between units of work), left-padded batches and KV-cache rows across
 transformers 5.x releases (``past_key_values`` was renamed ``cache``). How their weights load: ``models.loading``.
 It imports neither models nor prm."""
 
@@ -10,6 +10,7 @@ import math
 import os
 import statistics
 import time
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -71,15 +72,28 @@ def _loadavg() -> str:
     return Path("/proc/loadavg").read_text(encoding="ascii")
 
 
-def idle_cores(samples: int = 5, pause: float = 0.02, read=_loadavg) -> int | None:
+def _own_running() -> int:
+    """Threads of this process the kernel has runnable now (``/proc/self/task/*/stat`` state R): the reader, and
+    any torch worker still spinning after a parallel region, which must not count as another process's load."""
+    running = 0
+    for stat in Path("/proc/self/task").glob("*/stat"):
+        try:
+            running += stat.read_text(encoding="ascii").rsplit(")", 1)[1].split()[0] == "R"
+        except (OSError, IndexError):
+            continue
+    return max(1, running)
+
+
+def idle_cores(samples: int = 5, pause: float = 0.02, read=_loadavg, own=_own_running) -> int | None:
     """This process's cores that no other process is running on now: the usable cores, less the threads other
-    processes have runnable (``/proc/loadavg``'s running count less the thread reading it, the median of a few
-    samples: one reading catches passing daemons; ``read`` returns the file's text); None where it is missing.
-    Machine-wide, so on a shared host a busy neighbour counts even off this process's cores: the safe side."""
+    processes have runnable (``/proc/loadavg``'s running count less this process's own runnable threads, ``own``;
+    the median of a few samples: one reading catches passing daemons; ``read`` returns the file's text); None where
+    it is missing. Machine-wide, so on a shared host a busy neighbour counts even off this process's cores: the safe
+    side."""
     try:
         running = []
         for index in range(samples):
-            running.append(int(read().split()[3].split("/")[0]) - 1)
+            running.append(int(read().split()[3].split("/")[0]) - own())
             if index + 1 < samples:
                 time.sleep(pause)
     except (OSError, ValueError, IndexError):
@@ -87,16 +101,33 @@ def idle_cores(samples: int = 5, pause: float = 0.02, read=_loadavg) -> int | No
     return max(0, min(usable_cores(), (os.cpu_count() or 1) - statistics.median_low(running)))
 
 
+# how often a run whose threads playprm chose looks at the machine again (follow_cpu_threads): reading the load
+# takes about 0.1 s, a SmolLM2 training step about 100 s, a generation batch of the smol preset about a second
+FOLLOW_EVERY_SECONDS = 30.0
+
+
+@dataclass
+class _ThreadChoice:
+    parameters: int | None = None
+    following: bool = False  # playprm chose (no OMP_NUM_THREADS) for a large model on CPU: the choice follows
+    checked: float = 0.0
+    used: set[int] = field(default_factory=set)
+
+
+_choice = _ThreadChoice()
+
+
 def choose_cpu_threads(model: str | os.PathLike | None = None) -> int:
     """Set the process's torch threads for a CPU run and return them: ``OMP_NUM_THREADS`` when set (the user's
-    override; a value that is not a positive whole number is a UsageError), else ``cpu_threads`` of the
-    parameters in ``model`` (the local folder of the base weights the run loads; None: a small model's one thread)
-    and the cores idle now. A process-wide setting, so a run decides it once where it starts (``play.run_eval``,
-    ``collect``, the trainers, ``summarize``, ``bench``, the clemcore backend's ``get_model_for``), never a model
-    loader. On CUDA nothing changes."""
+    override, kept to the end; a value that is not a positive whole number is a UsageError), else ``cpu_threads``
+    of the parameters in ``model`` (the local folder of the base weights the run loads; None: a small model's one
+    thread) and the cores idle now, a choice ``follow_cpu_threads`` revisits as the run goes on. A process-wide
+    setting, so a run decides it where it starts (``play.run_eval``, ``collect``, the trainers, ``summarize``,
+    ``bench``, the clemcore backend's ``get_model_for``), never a model loader. On CUDA nothing changes."""
     if torch.cuda.is_available():
         return torch.get_num_threads()
     asked = os.environ.get("OMP_NUM_THREADS", "").strip()
+    parameters = None
     if asked:
         if not asked.isdigit() or int(asked) < 1:
             raise UsageError(f"OMP_NUM_THREADS={asked!r} is not a positive whole number; set it to the CPU threads "
@@ -106,7 +137,40 @@ def choose_cpu_threads(model: str | os.PathLike | None = None) -> int:
         parameters = model_parameters(model)
         threads = cpu_threads(parameters, idle_cores() if parameters is not None else None)
     torch.set_num_threads(threads)
+    following = not asked and parameters is not None and parameters >= LARGE_MODEL_PARAMETERS
+    _choice.parameters, _choice.following, _choice.checked = parameters, following, time.monotonic()
+    _choice.used = {threads}
     return threads
+
+
+def follow_cpu_threads(now: float | None = None) -> int:
+    """Choose a large model's threads again by the cores idle now, at most every ``FOLLOW_EVERY_SECONDS``, where
+    playprm made the first choice (``choose_cpu_threads`` without ``OMP_NUM_THREADS``): a stage that started
+    beside a short job takes the freed core when the job ends (issue 53: ``train-sft`` kept one thread for 52
+    minutes beside an idle core) and gives it back when another job starts. Call it between units of work (a
+    training step, a generation batch), never inside one. Returns the threads now set."""
+    if not _choice.following:
+        return torch.get_num_threads()
+    now = time.monotonic() if now is None else now
+    if now - _choice.checked < FOLLOW_EVERY_SECONDS:
+        return torch.get_num_threads()
+    _choice.checked = now
+    threads = cpu_threads(_choice.parameters, idle_cores())
+    if threads != torch.get_num_threads():
+        torch.set_num_threads(threads)
+    _choice.used.add(threads)
+    return threads
+
+
+def start_thread_record() -> None:
+    """A stage starts: its record begins with the threads set now (``thread_record``)."""
+    _choice.used = {torch.get_num_threads()}
+
+
+def thread_record() -> int | str:
+    """The torch threads the current stage ran with: one count, or ``"1-2"`` where it followed the machine."""
+    used = sorted(_choice.used or {torch.get_num_threads()})
+    return used[0] if len(used) == 1 else f"{used[0]}-{used[-1]}"
 
 
 def left_padded(rows: list[list[int]], pad: int, device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

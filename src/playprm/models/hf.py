@@ -23,7 +23,14 @@ from playprm import chat
 from playprm.models import gguf, prefix_cache, replies
 from playprm.models.base import Candidate, PolicySpec
 from playprm.models.loading import pretrained_loading
-from playprm.transformers_runtime import cache_kwargs, left_padded, output_cache, repeat_rows, select_rows
+from playprm.transformers_runtime import (
+    cache_kwargs,
+    follow_cpu_threads,
+    left_padded,
+    output_cache,
+    repeat_rows,
+    select_rows,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -124,6 +131,7 @@ class HFPolicy:
         generator.manual_seed(0 if seed is None else seed)
         results: list[list[Candidate] | None] = [None] * len(prompts)
         for start in range(0, len(order), per_chunk):
+            follow_cpu_threads()  # between batches, by the cores idle now (a large model's choice playprm made)
             chunk = order[start:start + per_chunk]
             outputs = self._sample([prompts[i] for i in chunk], n, temperature, max_tokens, generator,
                                    keep=None if keep is None else [keep[i] for i in chunk], greedy_first=greedy_first,

@@ -15,7 +15,7 @@ from playprm.errors import UsageError
 from playprm.redact import redact
 
 STAGE_FILE = "stage_seconds.json"  # wall seconds per stage, in the work directory (kept across reruns)
-THREADS_FILE = "stage_threads.json"  # the torch threads each stage ran with (its last run's)
+THREADS_FILE = "stage_threads.json"  # the torch threads each stage ran with (its last run's; "1-2": it followed)
 
 # command -> the file, under its --out / --output-dir, that it writes once it has finished; collect and eval
 # resume on their own, so they have none
@@ -71,6 +71,9 @@ def run_steps(workdir: Path, steps: list[tuple[str, list[str]]], *, parser, done
             continue
         argv = resumed(argv)
         print(f"\n== {stage}: playprm {shlex.join(argv)}", flush=True)
+        runtime = sys.modules.get("playprm.transformers_runtime")  # loaded by an earlier stage (it imports torch)
+        if runtime is not None:
+            runtime.start_thread_record()
         start = time.perf_counter()
         code = run_stage(parser, argv)
         timings.append((stage, time.perf_counter() - start))
@@ -78,11 +81,12 @@ def run_steps(workdir: Path, steps: list[tuple[str, list[str]]], *, parser, done
         recorded = json.loads(stage_file.read_text()) if stage_file.is_file() else {}
         recorded[stage] = round(recorded.get(stage, 0.0) + timings[-1][1], 1)
         atomic.write_json(stage_file, recorded)
-        torch = sys.modules.get("torch")  # the stage ran in this process: the threads it chose are still set
-        if torch is not None:
+        # the stage ran in this process: the threads it chose, and those it followed the machine to, are recorded
+        runtime = sys.modules.get("playprm.transformers_runtime")
+        if runtime is not None:
             threads_file = workdir / THREADS_FILE
             threads = json.loads(threads_file.read_text()) if threads_file.is_file() else {}
-            atomic.write_json(threads_file, {**threads, stage: torch.get_num_threads()})
+            atomic.write_json(threads_file, {**threads, stage: runtime.thread_record()})
         if code:
             print(f"pipeline stopped: stage '{stage}' failed (exit {code}); rerun the same command "
                   f"after fixing it: finished stages are skipped, collect and eval resume")

@@ -137,11 +137,20 @@ def whole_run_loss(log_history: list[dict], global_step: int, resumed_at: int,
 
 
 def training_callbacks(config, callbacks=()) -> list:
-    """``callbacks`` plus early stopping on ``metric_for_best_model`` when the config asks for it (and evaluates:
-    with ``--eval-strategy no`` there is nothing to stop on, and transformers' callback would stop the run)."""
-    from transformers import EarlyStoppingCallback
+    """``callbacks`` plus the CPU threads following the machine between steps (``FollowThreads``) and early
+    stopping on ``metric_for_best_model`` when the config asks for it (and evaluates: with ``--eval-strategy no``
+    there is nothing to stop on, and transformers' callback would stop the run)."""
+    from transformers import EarlyStoppingCallback, TrainerCallback
 
-    extra = list(callbacks)
+    class FollowThreads(TrainerCallback):
+        """Between optimizer steps the threads follow the cores idle now (``follow_cpu_threads``)."""
+
+        def on_step_end(self, args, state, control, **kwargs):
+            from playprm.transformers_runtime import follow_cpu_threads
+
+            follow_cpu_threads()
+
+    extra = [*callbacks, FollowThreads()]
     if config.early_stopping_patience and str(getattr(config.eval_strategy, "value", config.eval_strategy)) != "no":
         extra.append(EarlyStoppingCallback(early_stopping_patience=config.early_stopping_patience))
     return extra
