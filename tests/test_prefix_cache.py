@@ -95,6 +95,46 @@ def test_a_turn_encodes_only_what_was_added_since_the_last(policies, template_kw
         assert all(h < len(p) for h, p in zip(previous, prompts_before))  # the think block was left out
 
 
+def test_fresh_prompts_of_two_lengths_encode_one_call_each_and_only_the_last_logits(policies, monkeypatch):
+    """Prompts encoded from scratch go one left-padded call per length group (``length_groups``), and a prefill
+    computes the vocabulary head at its last position only; the replies are those of the plain path, which
+    encodes all of them in one batch."""
+    from playprm.transformers_runtime import length_groups
+
+    reused, plain = policies
+    conversations = [[{"role": "user", "content": f"Round {i}. " + "Guess a word. " * (1 if i < 3 else 30)}]
+                     for i in range(6)]
+    lengths = [len(reused.prompt_ids(c)) for c in conversations]
+    assert sorted(map(sorted, length_groups(lengths))) == [[0, 1, 2], [3, 4, 5]]
+    calls = []
+    forward = reused.model.forward
+
+    def recording(*args, **kwargs):
+        out = forward(*args, **kwargs)
+        fresh = kwargs.get("past_key_values", kwargs.get("cache")) is None
+        calls.append((tuple(kwargs["input_ids"].shape), out.logits.shape[1], fresh))
+        return out
+    monkeypatch.setattr(reused.model, "forward", recording)
+    got = reused.generate(conversations, max_tokens=4)
+    assert [shape[0] for shape, _, fresh in calls if fresh] == [3, 3]
+    assert {kept for shape, kept, _ in calls if shape[1] > 1} == {1}  # every prefill, the continued ones too
+    monkeypatch.undo()
+    assert [g[0].raw for g in got] == [g[0].raw for g in plain.generate(conversations, max_tokens=4)]
+
+
+def test_length_groups_bound_the_padding_and_keep_every_index_once():
+    from playprm.transformers_runtime import length_groups
+
+    real = [151, 156, 157, 163, 277, 280, 285, 290]  # clembench's matchit_ascii and referencegame prompts
+    assert [sorted(g) for g in length_groups(real)] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert length_groups([5, 5, 5]) == [[0, 1, 2]] and length_groups([]) == []
+    lengths = [(i * 37) % 101 + 1 for i in range(60)]
+    groups = length_groups(lengths)
+    assert sorted(i for g in groups for i in g) == list(range(60))
+    for group in groups:
+        assert len(group) * max(lengths[i] for i in group) <= 1.2 * sum(lengths[i] for i in group)
+
+
 def _with_template(policy: HFPolicy, template_kwargs: dict) -> HFPolicy:
     """The same model and tokenizer with other chat-template arguments and an empty store."""
     spec = dataclasses.replace(policy.spec, chat_template_kwargs=template_kwargs)

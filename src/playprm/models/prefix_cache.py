@@ -16,7 +16,8 @@ layer kind (sliding windows, static or quantized caches) turns reuse off for the
 
 Padding rules (why the grouping below): attention layers take padding anywhere through the 2D mask, but a
 linear-attention layer's recurrent and convolution states are corrupted by padding that comes after real tokens.
-Prompts without a stored prefix are therefore encoded left-padded from an empty state, as before; prompts that
+Prompts without a stored prefix are therefore encoded left-padded from an empty state, one call per group of
+similar lengths (``transformers_runtime.length_groups``: padding is work too); prompts that
 continue a stored state are grouped by the length of their new tokens on hybrid models (no padding at all), and
 padded between state and new tokens on attention-only models (one call).
 
@@ -34,7 +35,13 @@ from dataclasses import dataclass, field
 
 import torch
 
-from playprm.transformers_runtime import cache_kwargs, left_padded, output_cache
+from playprm.transformers_runtime import (
+    cache_kwargs,
+    last_logits_kwargs,
+    left_padded,
+    length_groups,
+    output_cache,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -171,12 +178,13 @@ def _advance(model, store: PrefixStore, bases: list[RowState | None], targets: l
     rows: list[RowState | None] = [b if b is not None and len(b) == len(t) else None
                                    for b, t in zip(bases, targets)]
     fresh = [i for i, b in enumerate(bases) if b is None]
-    if fresh:
-        batch = _encode_full(model, [targets[i] for i in fresh], pad, device)
+    for group in length_groups([len(targets[i]) for i in fresh]):  # rows are split below: no batch to keep whole
+        group = [fresh[g] for g in group]
+        batch = _encode_full(model, [targets[i] for i in group], pad, device)
         if not _supported(batch.cache, store):
             return None
         store._template = store._template or _skeleton(batch.cache)
-        for j, i in enumerate(fresh):
+        for j, i in enumerate(group):
             rows[i] = _row(batch, j, targets[i])
     todo = [i for i, b in enumerate(bases) if b is not None and len(b) < len(targets[i])]
     if _has_linear_layers(store._template):
@@ -194,7 +202,7 @@ def _advance(model, store: PrefixStore, bases: list[RowState | None], targets: l
         positions = lengths[:, None] + (tail_mask.cumsum(-1) - 1).clamp(min=0)
         full_mask = torch.cat([mask, tail_mask], dim=1)
         out = model(input_ids=ids, attention_mask=full_mask, position_ids=positions, use_cache=True,
-                    **cache_kwargs(model, cache))
+                    **cache_kwargs(model, cache), **last_logits_kwargs(model))
         batch = Encoded(cache=output_cache(out), mask=full_mask, next_position=lengths + tail_mask.sum(-1),
                         logits=_last_logits(out))
         for j, i in enumerate(call):
@@ -204,7 +212,7 @@ def _advance(model, store: PrefixStore, bases: list[RowState | None], targets: l
 
 def _encode_full(model, prompts: list[list[int]], pad: int, device) -> Encoded:
     ids, mask, positions = left_padded(prompts, pad, device)
-    out = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True)
+    out = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, **last_logits_kwargs(model))
     return Encoded(cache=output_cache(out), mask=mask, next_position=positions[:, -1] + 1,
                    logits=_last_logits(out), encoded=[len(p) for p in prompts])
 
