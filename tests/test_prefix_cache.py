@@ -122,6 +122,44 @@ def test_fresh_prompts_of_two_lengths_encode_one_call_each_and_only_the_last_log
     assert [g[0].raw for g in got] == [g[0].raw for g in plain.generate(conversations, max_tokens=4)]
 
 
+def test_prompts_that_open_alike_encode_their_shared_prefix_once(policies, monkeypatch):
+    """A game's episodes open with the same instructions: their common prefix runs once (one row), each prompt
+    continues from it, a repeated prompt is the prefix itself; the replies are the plain path's, and the tokens
+    counted as encoded are what ran."""
+    from playprm.models import prefix_cache
+
+    reused, plain = policies
+    rules = "Guess a word. " * 20
+    conversations = [[{"role": "user", "content": rules + tail}] for tail in ("Round one.", "Round two, longer.",
+                                                                             "Round one.", "Other.")]
+    prompts = [reused.prompt_ids(c) for c in conversations]
+    shared = prefix_cache.common_prefix(prompts)
+    assert shared >= prefix_cache.SHARED_PREFIX_TOKENS
+    fresh_rows = []
+    encode_full = prefix_cache._encode_full
+
+    def recording(model, rows, pad, device):
+        fresh_rows.append([len(r) for r in rows])
+        return encode_full(model, rows, pad, device)
+    monkeypatch.setattr(prefix_cache, "_encode_full", recording)
+    before = dataclasses.replace(reused.prefix_store.stats)
+    got = reused.generate(conversations, max_tokens=6)
+    monkeypatch.undo()
+    assert fresh_rows == [[shared]]  # the one shared prefix, nothing else from scratch
+    assert reused.prefix_store.stats.shared - before.shared == 4
+    assert sum(g[0].prefill_tokens for g in got) == shared + sum(len(p) - shared for p in prompts)
+    assert [g[0].raw for g in got] == [g[0].raw for g in plain.generate(conversations, max_tokens=6)]
+
+
+def test_shared_prefixes_group_rows_that_open_alike():
+    from playprm.models.prefix_cache import shared_prefixes
+
+    a, b = [1] * 40 + [2, 3], [1] * 40 + [4]
+    other = [9] * 50
+    assert shared_prefixes([a, other, b, None, a], 32) == [(40, [0, 4, 2])]  # sorted by tokens: a, a, b
+    assert shared_prefixes([a, a], 32) == [(42, [0, 1])] and shared_prefixes([a, other], 32) == []
+
+
 def test_length_groups_bound_the_padding_and_keep_every_index_once():
     from playprm.transformers_runtime import length_groups
 

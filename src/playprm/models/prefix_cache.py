@@ -7,7 +7,9 @@ linear-attention convolution and recurrent states) and the last position's logit
 prompt the longest stored prompt that is a token-for-token prefix of it, encodes only the rest, and returns one
 left-padded batch ready for decoding. The check is on token ids, so a chat template that rewrites history
 (think blocks dropped from earlier turns, a system prompt that changes) simply finds no prefix and encodes in
-full (counted in ``ReuseStats.full``).
+full (counted in ``ReuseStats.full``). Prompts of one call that open alike (a game's episodes share its
+instructions) encode their common prefix once and continue from it (``_shared_bases``, counted in
+``ReuseStats.shared``).
 
 transformers has no public API to split a batched cache into rows or to stack rows of different lengths, so
 this module reads and writes the two layer kinds of ``DynamicCache`` that playprm's models use
@@ -45,6 +47,8 @@ from playprm.transformers_runtime import (
 
 logger = logging.getLogger(__name__)
 
+# below this many tokens, a shared prefix is not encoded apart (a chat template's header is about a dozen)
+SHARED_PREFIX_TOKENS = 32
 _KV = "kv"
 _STATES = "states"
 _SUPPORTED = {"DynamicLayer": (_KV,), "LinearAttentionLayer": (_STATES,),
@@ -73,6 +77,7 @@ class ReuseStats:
     full: int = 0
     continued: int = 0
     exact: int = 0
+    shared: int = 0  # of ``full``: rows that continued a prefix they share with others of the same call
     encoded_tokens: int = 0
     prompt_tokens: int = 0
 
@@ -156,17 +161,72 @@ def encode(model, prompts: list[list[int]], pad: int, store: PrefixStore | None,
     store.stats.full += sum(1 for f in found if f is None)
     store.stats.exact += sum(1 for f, k in zip(found, keep) if f is not None and len(f) == k)
     store.stats.continued += sum(1 for f, k in zip(found, keep) if f is not None and len(f) < k)
-    kept = _advance(model, store, found, [p[:k] for p, k in zip(prompts, keep)], pad, device)
-    if kept is None:  # a cache this module cannot split into rows
+    shared = _shared_bases(model, store, [p[:k] if f is None else None for p, k, f in zip(prompts, keep, found)],
+                           pad, device)
+    if shared is None:  # a cache this module cannot split into rows
+        return encode(model, prompts, pad, None, device)
+    bases, charged = shared
+    bases = [f if f is not None else b for f, b in zip(found, bases)]
+    kept = _advance(model, store, bases, [p[:k] for p, k in zip(prompts, keep)], pad, device)
+    if kept is None:
         return encode(model, prompts, pad, None, device)
     rows = _advance(model, store, kept, prompts, pad, device)
-    encoded = [len(p) - (len(f) if f is not None else 0) for p, f in zip(prompts, found)]
+    store.stats.shared += sum(1 for f, b in zip(found, bases) if f is None and b is not None)
+    encoded = [len(p) - (len(b) if b is not None else 0) + c for p, b, c in zip(prompts, bases, charged)]
     store.stats.encoded_tokens += sum(encoded)
     store.stats.prompt_tokens += sum(len(p) for p in prompts)
     store.keep(kept, [f for f in found if f is not None])
     cache, mask = _stack(rows, store._template, device)
     return Encoded(cache=cache, mask=mask, next_position=torch.tensor([len(r) for r in rows], device=device),
                    logits=torch.stack([r.logits for r in rows]).to(device), encoded=encoded)
+
+
+def common_prefix(rows: list[list[int]]) -> int:
+    """Length of the longest token prefix every row shares."""
+    if not rows:
+        return 0
+    shortest = min(len(row) for row in rows)
+    for position in range(shortest):
+        token = rows[0][position]
+        if any(row[position] != token for row in rows[1:]):
+            return position
+    return shortest
+
+
+def shared_prefixes(targets: list[list[int] | None], minimum: int) -> list[tuple[int, list[int]]]:
+    """``(length, rows)`` for each set of two or more of ``targets`` (None: left out) that share their first
+    ``length`` >= ``minimum`` tokens: rows sorted by their tokens, cut where neighbours share fewer than
+    ``minimum``; ``length`` is the set's common prefix (the least of its neighbours' shares)."""
+    order = sorted((i for i, t in enumerate(targets) if t is not None), key=targets.__getitem__)
+    clusters: list[list[int]] = []
+    for index in order:
+        if clusters and common_prefix([targets[clusters[-1][-1]], targets[index]]) >= minimum:
+            clusters[-1].append(index)
+        else:
+            clusters.append([index])
+    return [(common_prefix([targets[i] for i in c]), c) for c in clusters if len(c) > 1]
+
+
+def _shared_bases(model, store: PrefixStore, targets: list[list[int] | None], pad: int,
+                  device) -> tuple[list[RowState | None], list[int]] | None:
+    """For prompts without a stored prefix (``targets[i]``; None for the others), the state of a prefix they share
+    with others of this call (``shared_prefixes``, at least ``SHARED_PREFIX_TOKENS``), encoded once: a game's
+    episodes open with the same instructions (clembench's referencegame and matchit_ascii prompts share 116 of their
+    151-290 tokens), which each row would otherwise encode again. A row's prompt is one of the set's only when it is
+    longer, or the whole prompt when rows repeat it. Returns each row's base (or None) and the prefix tokens charged
+    to it (all to the set's first row: the sum is what ran); None when the cache cannot be split into rows."""
+    bases: list[RowState | None] = [None] * len(targets)
+    charged = [0] * len(targets)
+    sets = shared_prefixes(targets, SHARED_PREFIX_TOKENS)
+    prefixes = [targets[rows[0]][:length] for length, rows in sets]
+    states = _advance(model, store, [None] * len(prefixes), prefixes, pad, device) if prefixes else []
+    if states is None:
+        return None
+    for (length, rows), state in zip(sets, states):
+        for i in rows:
+            bases[i] = state
+        charged[rows[0]] = length
+    return bases, charged
 
 
 def _advance(model, store: PrefixStore, bases: list[RowState | None], targets: list[list[int]], pad: int,
