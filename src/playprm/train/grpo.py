@@ -168,6 +168,7 @@ def train_grpo(config, start: StartPolicy, *, resume: bool = False, callbacks=()
     from playprm.train.fused_head import score_labelled_positions_only
     from playprm.train.grpo_rollout import episode_reward
     from playprm.train.sft import full_weight_trainer, load_tokenizer, save_policy_run
+    from playprm.train.shared_prefix import shared_prefix_trainer
 
     check_start_policy(start, config)
     output_dir = Path(config.output_dir)
@@ -188,6 +189,8 @@ def train_grpo(config, start: StartPolicy, *, resume: bool = False, callbacks=()
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is experimental in TRL 1.16: pinned <2
     per_token = config.advantage == "tree" or config.prm_path is not None or config.self_play
     trainer_class = token_advantage_trainer(GRPOTrainer) if per_token else GRPOTrainer
+    if config.shared_prefix:
+        trainer_class = shared_prefix_trainer(trainer_class)
     trainer = (full_weight_trainer(trainer_class) if config.full_weights else trainer_class)(
         model=model,
         reward_funcs=episode_reward,

@@ -52,6 +52,13 @@ class GRPOTrainingConfig(ModelCardArguments, GRPOConfig):
         effective_batch_size: 16 rows (player sides of episodes) per optimizer step, 4 groups of 4 (with
             ``per_device_train_batch_size`` 8); one rollout serves one optimizer step.
         activation_checkpointing: on with CUDA, off on CPU (it only costs time at the sizes a CPU trains).
+        shared_prefix: the update runs the prompt prefix a micro-batch's rows share once and each row's rest on
+            top of it (``train.shared_prefix``: the same values and gradients as TRL's path, which runs every row in
+            full; attention-only models, without dropout), rows ordered by prompt so that micro-batches share more.
+            false: TRL's path.
+        disable_dropout: true (TRL's default is false): the rollout samples with the model in eval mode, without
+            dropout, so the loss scores the distribution the replies came from; and the update runs the rows'
+            shared prompt prefix once (``train.shared_prefix``), which one dropout mask for all rows would not allow.
 
     No validation split: ``eval_strategy`` "no", no best checkpoint, no early stopping; ``logging_steps`` 1 (a
     step is a whole rollout). ``beta`` 0 (TRL's default: no reference model).
@@ -83,6 +90,8 @@ class GRPOTrainingConfig(ModelCardArguments, GRPOConfig):
     effective_batch_size: int | None = 16
     per_device_train_batch_size: int = 8
     activation_checkpointing: bool | None = None
+    shared_prefix: bool = True
+    disable_dropout: bool = True
     eval_strategy: str = "no"
     load_best_model_at_end: bool = False
     early_stopping_patience: int | None = 0

@@ -1,0 +1,164 @@
+"""GRPO's update without recomputing the prompt its rows share: the prefix runs once, its rows continue from it.
+
+A GRPO step on a clembench game trains rows whose prompts are mostly the game's instructions: on the smol preset's
+referencegame a row is about 300 prompt tokens and 28 completion tokens, and the four episodes of one instance give
+the first player the same prompt four times and the second player the same instructions and grids. TRL runs every
+row in full, forward and backward (``GRPOTrainer._get_per_token_logps_and_entropies``), so the update cost grows with
+the prompts, not with what is trained. Here a micro-batch's longest common prefix runs once (batch 1, its keys and
+values kept with their graph), each row's rest runs on top of it, and TRL's fused LM head scores the completion
+tokens as it would have: the same per-token log-probabilities, entropies and gradients (the prefix's gradient is the
+sum over its rows, as autograd sums it through the expanded cache), in fewer operations. tests/test_shared_prefix.py
+checks the values and gradients against TRL's path; benchmarks/grpo_step.py measures it. TRL has no such path.
+
+Two conditions keep it exact, and TRL's own path runs where they fail: every cache layer is a key/value layer
+(attention-only models such as SmolLM2 and Qwen3; a linear-attention state, Qwen3.5's, is left to TRL), and no
+dropout is active (a prefix run once draws one dropout mask for all its rows; ``--disable-dropout`` is the default
+of train-grpo). ``order_by_prompt`` puts rows with shared prompts into the same micro-batch, in place of TRL's
+shuffle, where the order of the micro-batches of one optimizer step cannot change the step.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from playprm.models.prefix_cache import common_prefix
+
+# below this many shared tokens a second forward call costs more than it saves
+MIN_SHARED_TOKENS = 16
+# loss types whose step is a sum over micro-batches of one generation batch, each normalised by a quantity the order
+# of the rows does not change (TRL's grpo_trainer: per-row means, or the generation batch's token count); bnpo
+# divides by each micro-batch's own token count, and its step would change with the order
+ORDER_FREE_LOSSES = {"grpo", "dr_grpo", "dapo", "cispo", "vespo", "sapo", "luspo"}
+
+
+def order_by_prompt(batch: dict) -> dict:
+    """``batch`` (TRL's generation batch: tensors and lists of one row each) with its rows sorted by their prompt
+    tokens, so that the micro-batches TRL splits it into hold rows that share long prompt prefixes; the replacement
+    for TRL's ``shuffle_sequence_dict`` where the order cannot change the step (``keeps_step``)."""
+    prompts = [row[mask.bool()].tolist() for row, mask in zip(batch["prompt_ids"], batch["prompt_mask"])]
+    order = sorted(range(len(prompts)), key=prompts.__getitem__)
+    index = torch.tensor(order, dtype=torch.long)
+
+    def permuted(value):
+        if isinstance(value, torch.Tensor) and value.ndim > 0 and value.shape[0] == len(order):
+            return value[index.to(value.device)]
+        if isinstance(value, list) and len(value) == len(order):
+            return [value[i] for i in order]
+        return value
+    return {key: permuted(value) for key, value in batch.items()}
+
+
+def keeps_step(args) -> bool:
+    """Whether the rows of one generation batch can be reordered without changing the optimizer step: one
+    generation batch is one step, each row used once, under a loss in ``ORDER_FREE_LOSSES``."""
+    return (args.steps_per_generation == args.gradient_accumulation_steps and args.num_iterations == 1
+            and args.loss_type in ORDER_FREE_LOSSES)
+
+
+def dropout_active(model) -> bool:
+    return model.training and any(isinstance(m, torch.nn.Dropout) and m.p > 0 for m in model.modules())
+
+
+def _contiguous(attention_mask: torch.Tensor, completion_width: int) -> bool:
+    """Every row is left-padded prompt then right-padded completion, without holes (TRL's rollout layout)."""
+    prompt, completion = attention_mask[:, :-completion_width], attention_mask[:, -completion_width:]
+    return bool((prompt.cummax(-1).values == prompt).all() and (completion.flip(-1).cummax(-1).values.flip(-1)
+                                                                 == completion).all())
+
+
+def _key_value_layers(cache) -> bool:
+    layers = getattr(cache, "layers", None)
+    return bool(layers) and all(type(layer).__name__ == "DynamicLayer" for layer in layers)
+
+
+def shared_prefix_logps(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, logits_to_keep: int,
+                        autocast=None) -> tuple[torch.Tensor, torch.Tensor | None] | None:
+    """The per-token log-probabilities and entropies of the last ``logits_to_keep`` columns of ``input_ids`` (TRL's
+    layout: left-padded prompts, then right-padded completions), as ``model(..., labels=..., fused_lm_head=True)``
+    gives them, with the rows' common prefix run once; zeros where a completion is padding. None where this path
+    does not apply (too short a shared prefix, a cache that is not keys and values, active dropout): the caller
+    runs TRL's. ``autocast``: a callable giving the trainer's autocast context (``accelerator.autocast``)."""
+    if dropout_active(model) or not _contiguous(attention_mask, logits_to_keep):
+        return None
+    rows = [row[mask.bool()].tolist() for row, mask in zip(input_ids, attention_mask)]
+    completion_mask = attention_mask[:, -logits_to_keep:]
+    completion_lengths = completion_mask.sum(-1).tolist()
+    prompt_lengths = [len(row) - length for row, length in zip(rows, completion_lengths)]
+    # each row keeps its last prompt token in its own part: the hidden state there scores its first completion token
+    shared = min(common_prefix(rows), min(prompt_lengths) - 1)
+    if shared < MIN_SHARED_TOKENS:
+        return None
+    device = input_ids.device
+    context = autocast or (lambda: torch.autocast(device.type, enabled=False))  # a fresh context for each call
+    with context():
+        prefix = model(input_ids=input_ids.new_tensor([rows[0][:shared]]), use_cache=True, logits_to_keep=1)
+    cache = prefix.past_key_values
+    if not _key_value_layers(cache):
+        return None
+    count = len(rows)
+    for layer in cache.layers:  # one prefix for every row: autograd sums the rows' gradients into it
+        layer.keys = layer.keys.expand(count, *layer.keys.shape[1:])
+        layer.values = layer.values.expand(count, *layer.values.shape[1:])
+    rests = [row[shared:] for row in rows]
+    width = max(len(rest) for rest in rests)
+    ids = torch.zeros((count, width), dtype=input_ids.dtype, device=device)
+    rest_mask = torch.zeros((count, width), dtype=attention_mask.dtype, device=device)
+    labels = torch.full((count, width), -100, dtype=input_ids.dtype, device=device)
+    for i, (rest, prompt_length) in enumerate(zip(rests, prompt_lengths)):
+        ids[i, :len(rest)] = torch.tensor(rest, dtype=input_ids.dtype)
+        rest_mask[i, :len(rest)] = 1
+        first = prompt_length - shared - 1  # the position whose next token is the first completion token
+        labels[i, first:len(rest) - 1] = ids[i, first + 1:len(rest)]
+    positions = shared + torch.arange(width, device=device).expand(count, width)
+    full_mask = torch.cat([torch.ones((count, shared), dtype=attention_mask.dtype, device=device), rest_mask], dim=1)
+    with context():
+        out = model(input_ids=ids, attention_mask=full_mask, position_ids=positions, past_key_values=cache,
+                    shift_labels=labels, fused_lm_head=True)
+    logps = out.log_probs.new_zeros((count, logits_to_keep))
+    entropy = None if out.entropy is None else out.entropy.new_zeros((count, logits_to_keep))
+    for i, (prompt_length, length) in enumerate(zip(prompt_lengths, completion_lengths)):
+        first = prompt_length - shared - 1
+        logps[i, :length] = out.log_probs[i, first:first + length]
+        if entropy is not None:
+            entropy[i, :length] = out.entropy[i, first:first + length]
+    return logps, entropy
+
+
+def shared_prefix_trainer(trainer_class):
+    """``trainer_class`` (TRL's ``GRPOTrainer`` or a subclass) whose update runs each micro-batch's shared prompt
+    prefix once (``shared_prefix_logps``) and whose generation batch is ordered by prompt instead of shuffled where
+    that keeps the step (``keeps_step``); TRL's own path for any chunk where it does not apply."""
+    from trl.trainer import grpo_trainer
+
+    class SharedPrefixTrainer(trainer_class):
+        def _prepare_inputs(self, generation_batch):
+            if not keeps_step(self.args):
+                return super()._prepare_inputs(generation_batch)
+            shuffle = grpo_trainer.shuffle_sequence_dict
+            grpo_trainer.shuffle_sequence_dict = order_by_prompt
+            try:
+                return super()._prepare_inputs(generation_batch)
+            finally:
+                grpo_trainer.shuffle_sequence_dict = shuffle
+
+        def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep,
+                                               batch_size=None, compute_entropy=False, compute_aux_loss=False,
+                                               **extra):
+            if compute_aux_loss or any(value is not None for value in extra.values()):  # MoE, images: TRL's
+                return super()._get_per_token_logps_and_entropies(
+                    model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
+                    compute_entropy=compute_entropy, compute_aux_loss=compute_aux_loss, **extra)
+            batch_size = batch_size or input_ids.size(0)
+            logps, entropies = [], []
+            for start in range(0, input_ids.size(0), batch_size):
+                ids, mask = input_ids[start:start + batch_size], attention_mask[start:start + batch_size]
+                part = shared_prefix_logps(model, ids, mask, logits_to_keep, autocast=self.accelerator.autocast)
+                if part is None:
+                    part = super()._get_per_token_logps_and_entropies(model, ids, mask, logits_to_keep,
+                                                                      compute_entropy=compute_entropy)[:2]
+                logps.append(part[0])
+                entropies.append(part[1])
+            entropy = torch.cat(entropies, dim=0) if compute_entropy and None not in entropies else None
+            return torch.cat(logps, dim=0), entropy, None
+
+    return SharedPrefixTrainer
