@@ -36,11 +36,12 @@ def wordle_vocabulary(context: list[dict]) -> str:
     return vocabulary_of(context[0]["content"])
 
 
-@lru_cache(maxsize=4096)
 def _wordle_options(history: tuple[tuple[str, str], ...], vocabulary: str) -> tuple[str, ...]:
+    """The expert's consistent words (cached there), or every listed word where none fits."""
+    from playprm.games.builtin.expert import wordle_options
     from playprm.games.builtin.wordle import rules
 
-    return tuple(rules.consistent_words(history, vocabulary=vocabulary) or rules.valid_words(vocabulary))
+    return wordle_options(history, vocabulary) or tuple(rules.valid_words(vocabulary))
 
 
 def valid_moves(context: list[dict]) -> list[str]:
