@@ -688,3 +688,29 @@ def test_self_play_grpo_trains_both_players_tokens_and_no_game_text(tiny_models,
             player = 0 if "Talk about" in tokenizer.decode(prompt) else 1
             trained[player] += int(weights.abs().sum() > 0)
     assert trained[0] > 0 and trained[1] > 0, trained
+
+
+def test_trls_warning_for_rows_without_a_reward_is_dropped_and_other_warnings_kept():
+    """Rows that train nothing (tree placeholders, failed episodes) have no reward by design: TRL's warning, which
+    dumps the row's inputs, is noise; its other warnings are not."""
+    import logging
+
+    from playprm.train.grpo import NONE_REWARD_WARNING, quiet_expected_none_rewards
+
+    quiet_expected_none_rewards()
+    quiet_expected_none_rewards()  # idempotent: one filter
+    trl_logger = logging.getLogger("trl.trainer.grpo_trainer")
+    assert sum(getattr(f, "playprm_none_rewards", False) for f in trl_logger.filters) == 1
+    seen = []
+
+    class Recorder(logging.Handler):
+        def emit(self, record):
+            seen.append(record.getMessage())
+    recorder = Recorder(logging.WARNING)
+    trl_logger.addHandler(recorder)  # TRL's loggers need not reach the root's handlers
+    try:
+        trl_logger.warning(f"{NONE_REWARD_WARNING} for the following kwargs:\n{{'episode_reward': None}}")
+        trl_logger.warning("something else")
+    finally:
+        trl_logger.removeHandler(recorder)
+    assert seen == ["something else"]

@@ -133,6 +133,26 @@ def rollout_function(config, rows, entries, tokenizer, template_kwargs, base, an
     return rollout
 
 
+NONE_REWARD_WARNING = "All reward functions returned None"
+
+
+def quiet_expected_none_rewards() -> None:
+    """Drop TRL's warning, with its dump of the row's inputs, for rows whose reward is None: here a row without a
+    reward is one that trains nothing by design (a tree's placeholder past an episode that ended early, a failed
+    episode's row, counted each step as ``failed_episodes``), never a reward function that broke. Idempotent."""
+    import logging
+
+    trl_logger = logging.getLogger("trl.trainer.grpo_trainer")
+    if not any(getattr(f, "playprm_none_rewards", False) for f in trl_logger.filters):
+        class ExpectedNoneRewards(logging.Filter):
+            playprm_none_rewards = True
+
+            def filter(self, record):
+                return not record.getMessage().startswith(NONE_REWARD_WARNING)
+
+        trl_logger.addFilter(ExpectedNoneRewards())
+
+
 def token_advantage_trainer(trainer_class):
     """``trainer_class`` (TRL's ``GRPOTrainer``) taking per-token advantages from the rollout (``--advantage
     tree``, ``--prm-path``). TRL computes one advantage per row, shape (B,), from the row rewards; a tree gives each reply its
@@ -186,6 +206,7 @@ def train_grpo(config, start: StartPolicy, *, resume: bool = False, callbacks=()
 
     model, peft_config = load_start_policy(AutoModelForCausalLM, base, start.adapter, config)
     score_labelled_positions_only()
+    quiet_expected_none_rewards()
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is experimental in TRL 1.16: pinned <2
     per_token = config.advantage == "tree" or config.prm_path is not None or config.self_play
     trainer_class = token_advantage_trainer(GRPOTrainer) if per_token else GRPOTrainer
