@@ -106,6 +106,12 @@ def test_trls_path_runs_where_sharing_would_not_be_exact_or_would_not_pay(tiny_m
     ids, mask, keep = trl_batch()
     assert shared_prefix.dropout_active(model)
     assert shared_prefix.shared_prefix_logps(model, ids, mask, keep) is None  # one mask for every row's prefix
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.0
+    assert not shared_prefix.dropout_active(model)
+    model.config.attention_dropout = 0.1  # functional dropout in the attention, no module to see
+    assert shared_prefix.dropout_active(model)
     model.eval()
     short_ids, short_mask, short_keep = trl_batch(prefix=shared_prefix.MIN_SHARED_TOKENS - 2)
     assert shared_prefix.shared_prefix_logps(model, short_ids, short_mask, short_keep) is None

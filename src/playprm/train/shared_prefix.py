@@ -56,7 +56,13 @@ def keeps_step(args) -> bool:
 
 
 def dropout_active(model) -> bool:
-    return model.training and any(isinstance(m, torch.nn.Dropout) and m.p > 0 for m in model.modules())
+    """Whether a training forward of ``model`` draws dropout: a ``Dropout`` module (LoRA's among them) or the
+    attention's functional dropout (``config.attention_dropout``), which TRL's ``disable_dropout`` leaves alone."""
+    if not model.training:
+        return False
+    config = getattr(model, "config", None)
+    return (getattr(config, "attention_dropout", 0) or 0) > 0 or any(
+        isinstance(m, torch.nn.Dropout) and m.p > 0 for m in model.modules())
 
 
 def _contiguous(attention_mask: torch.Tensor, completion_width: int) -> bool:
