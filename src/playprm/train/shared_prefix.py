@@ -22,6 +22,7 @@ from __future__ import annotations
 import torch
 
 from playprm.models.prefix_cache import common_prefix
+from playprm.transformers_runtime import cache_kwargs, output_cache
 
 # below this many shared tokens a second forward call costs more than it saves
 MIN_SHARED_TOKENS = 16
@@ -98,7 +99,7 @@ def shared_prefix_logps(model, input_ids: torch.Tensor, attention_mask: torch.Te
     context = autocast or (lambda: torch.autocast(device.type, enabled=False))  # a fresh context for each call
     with context():
         prefix = model(input_ids=input_ids.new_tensor([rows[0][:shared]]), use_cache=True, logits_to_keep=1)
-    cache = prefix.past_key_values
+    cache = output_cache(prefix)
     if not _key_value_layers(cache):
         return None
     count = len(rows)
@@ -118,8 +119,8 @@ def shared_prefix_logps(model, input_ids: torch.Tensor, attention_mask: torch.Te
     positions = shared + torch.arange(width, device=device).expand(count, width)
     full_mask = torch.cat([torch.ones((count, shared), dtype=attention_mask.dtype, device=device), rest_mask], dim=1)
     with context():
-        out = model(input_ids=ids, attention_mask=full_mask, position_ids=positions, past_key_values=cache,
-                    shift_labels=labels, fused_lm_head=True)
+        out = model(input_ids=ids, attention_mask=full_mask, position_ids=positions, shift_labels=labels,
+                    fused_lm_head=True, **cache_kwargs(model, cache))
     logps = out.log_probs.new_zeros((count, logits_to_keep))
     entropy = None if out.entropy is None else out.entropy.new_zeros((count, logits_to_keep))
     for i, (prompt_length, length) in enumerate(zip(prompt_lengths, completion_lengths)):
