@@ -32,6 +32,11 @@ OPTIONS = [
     ("--max-failed-share", float, "share of a rollout's episodes that may fail before the run stops, in [0, 1] "
                                   "(default 0: any failed episode stops it, in one line naming its game, player and "
                                   "cause); failed episodes get no reward and train nothing"),
+    ("--shared-prefix", true_or_false, "true (default): the update runs the prompt prefix a micro-batch's rows share "
+                                       "once, with TRL's values and gradients (attention-only models, no dropout); "
+                                       "false: TRL's path, every row in full"),
+    ("--disable-dropout", true_or_false, "default true (TRL's: false): no dropout in the update, as in the rollout's "
+                                         "sampling"),
     ("--effective-batch-size", int, "player rows per optimizer step, --num-generations per group (default 16)"),
     ("--learning-rate", float, "default 1e-5 (a LoRA adapter)"),
     ("--beta", float, "KL coefficient against the starting policy (default 0: no reference model)"),
