@@ -159,17 +159,17 @@ def test_training_steps_and_generation_batches_follow_the_machine(following, car
     _, idle = following
     monkeypatch.setattr(runtime, "LARGE_MODEL_PARAMETERS", 1)
     monkeypatch.setattr(runtime, "FOLLOW_EVERY_SECONDS", 0.0)
-    idle[:] = [1, 2]  # one core at the start, two afterwards
+    idle[:] = [1, 1, 2]  # one core at the start and after the first step, two after the second
     assert main(["train-sft", "--config", str(TINY_RECIPE), "--model", str(card_models["policy"]), "--data",
                  str(write_sft_data(tmp_path / "data", train=4, validation=2)), "--output-dir", str(tmp_path / "out"),
                  *QUICK, "--max-steps", "2", "--eval-strategy", "no", "--save-strategy", "no"]) == 0
     assert runtime.thread_record() == "1-2"
 
-    idle[:] = [1, 2]
+    idle[:] = [1, 1, 2]  # the start, the first batch, the second batch
     runtime.choose_cpu_threads(card_models["policy"])
     policy = HFPolicy(PolicySpec("p", "hf", str(card_models["policy"])),
                       model=AutoModelForCausalLM.from_pretrained(card_models["policy"]),
                       tokenizer=AutoTokenizer.from_pretrained(card_models["policy"]))
-    policy.max_batch_rows = 1  # two batches: the second looks again
+    policy.max_batch_rows = 1  # two batches: each looks again
     policy.generate_ids([[1, 2, 3], [4, 5]], max_tokens=1)
     assert runtime.thread_record() == "1-2"

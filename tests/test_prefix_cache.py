@@ -145,9 +145,13 @@ def test_prompts_that_open_alike_encode_their_shared_prefix_once(policies, monke
     before = dataclasses.replace(reused.prefix_store.stats)
     got = reused.generate(conversations, max_tokens=6)
     monkeypatch.undo()
-    assert fresh_rows == [[shared]]  # the one shared prefix, nothing else from scratch
-    assert reused.prefix_store.stats.shared - before.shared == 4
-    assert sum(g[0].prefill_tokens for g in got) == shared + sum(len(p) - shared for p in prompts)
+    if "linear_attention" in (getattr(reused.model.config, "layer_types", None) or []):
+        # Qwen3.5: rows continued from one state go one call per number of new tokens; not shared (not measured)
+        assert reused.prefix_store.stats.shared == before.shared and sum(map(len, fresh_rows)) == 4
+    else:
+        assert fresh_rows == [[shared]]  # the one shared prefix, nothing else from scratch
+        assert reused.prefix_store.stats.shared - before.shared == 4
+        assert sum(g[0].prefill_tokens for g in got) == shared + sum(len(p) - shared for p in prompts)
     assert [g[0].raw for g in got] == [g[0].raw for g in plain.generate(conversations, max_tokens=6)]
 
 

@@ -115,6 +115,10 @@ def test_trls_path_runs_where_sharing_would_not_be_exact_or_would_not_pay(tiny_m
     model.eval()
     short_ids, short_mask, short_keep = trl_batch(prefix=shared_prefix.MIN_SHARED_TOKENS - 2)
     assert shared_prefix.shared_prefix_logps(model, short_ids, short_mask, short_keep) is None
+    assert shared_prefix.shared_prefix_logps(model, ids[:1], mask[:1], keep) is None  # one row: nothing shared
+    model.base_model.model.model.gradient_checkpointing = True  # its layers would drop the prefix's cache
+    assert shared_prefix.shared_prefix_logps(model, ids, mask, keep) is None
+    model.base_model.model.model.gradient_checkpointing = False
     holed = mask.clone()
     holed[0, -keep] = 0  # a hole inside a completion: positions would shift without it
     holed[0, -keep + 1] = 1
@@ -159,8 +163,10 @@ def test_self_play_grpo_runs_its_update_through_the_shared_prefix(tiny_models, t
     monkeypatch.setattr(shared_prefix, "shared_prefix_logps", counting)
     monkeypatch.setattr(shared_prefix, "order_by_prompt", recording)
     games = write_relay(tmp_path / "games", instances=2)
-    rules = "The rules of this game are long, as a clembench game's instructions are. " * 4
-    for template in (games / "relay" / "resources").glob("*.template"):  # both players open with the same rules
+    for role, template in enumerate(sorted((games / "relay" / "resources").glob("*.template"))):
+        # each player's rows open with its own long rules: only a micro-batch of one player's rows shares a prefix
+        # worth running once, which TRL's shuffle would rarely make and the order by prompt makes every time
+        rules = f"Rules for player {'AB'[role]}: long, as a clembench game's instructions are. " * 4
         template.write_text(rules + template.read_text())
     out = tmp_path / "self-play"
     assert train_grpo_cli(tiny_models["policy"], games, out, "--self-play",
@@ -171,3 +177,29 @@ def test_self_play_grpo_runs_its_update_through_the_shared_prefix(tiny_models, t
     assert len(results) == 4 and ordered == [8, 8]  # 2 steps x 2 micro-batches; each rollout ordered, not shuffled
     hybrid = "linear_attention" in json.dumps(json.loads((tiny_models["policy"] / "config.json").read_text()))
     assert not any(results) if hybrid else all(results)
+
+
+def test_ordering_a_generation_batch_by_prompt_leaves_the_step_as_shuffled(card_models, tmp_path, monkeypatch):
+    """One optimizer step of the same rollout, micro-batches cut from TRL's shuffle or from the order by prompt: the
+    same weights up to float rounding (dapo's loss is normalised by the whole batch's tokens; SGD keeps the step
+    proportional to the gradient, where Adam's first step would amplify rounding into signs)."""
+    from grpo_games import write_relay
+    from safetensors.torch import load_file
+    from test_train_grpo import train_grpo_cli
+
+    games = write_relay(tmp_path / "games", instances=2)
+    weights = {}
+    for name, keep in (("ordered", shared_prefix.keeps_step), ("shuffled", lambda args, aux_loss=False: False)):
+        monkeypatch.setattr(shared_prefix, "keeps_step", keep)
+        out = tmp_path / name
+        assert train_grpo_cli(card_models["policy"], games, out, "--self-play", "true", "--max-steps", "1",
+                              "--max-tokens", "3", "--num-generations", "4", "--effective-batch-size", "8",
+                              "--per-device-train-batch-size", "2", "--lora-r", "4", "--lora-alpha", "8",
+                              "--learning-rate", "1.0", "--optim", "sgd", "--warmup-steps", "0", "--lr-scheduler-type",
+                              "constant", "--seed", "3", game="relay") == 0
+        weights[name] = load_file(str(out / "adapter_model.safetensors"))
+    moved = 0
+    for key, value in weights["ordered"].items():
+        torch.testing.assert_close(value, weights["shuffled"][key], rtol=1e-4, atol=1e-6)
+        moved += int(key.endswith("lora_B.weight") and value.abs().sum() > 0)
+    assert moved  # the step changed the adapter (its B matrices start at zero)

@@ -163,8 +163,10 @@ def follow_cpu_threads(now: float | None = None) -> int:
 
 
 def start_thread_record() -> None:
-    """A stage starts: its record begins with the threads set now (``thread_record``)."""
+    """A stage starts: its record begins with the threads set now (``thread_record``), and nothing follows the
+    machine until the stage chooses for its own model (``choose_cpu_threads``)."""
     _choice.used = {torch.get_num_threads()}
+    _choice.following = False
 
 
 def thread_record() -> int | str:

@@ -6,12 +6,15 @@ the first player the same prompt four times and the second player the same instr
 row in full, forward and backward (``GRPOTrainer._get_per_token_logps_and_entropies``), so the update cost grows with
 the prompts, not with what is trained. Here a micro-batch's longest common prefix runs once (batch 1, its keys and
 values kept with their graph), each row's rest runs on top of it, and TRL's fused LM head scores the completion
-tokens as it would have: the same per-token log-probabilities, entropies and gradients (the prefix's gradient is the
-sum over its rows, as autograd sums it through the expanded cache), in fewer operations. tests/test_shared_prefix.py
+tokens as it would have: the same per-token log-probabilities, entropies and gradients up to float rounding (the
+prefix's gradient is the sum over its rows, as autograd sums it through the expanded cache; TRL's path gives a
+left-padded row RoPE positions shifted by its padding, which attention does not see but rounding does), in fewer
+operations. tests/test_shared_prefix.py
 checks the values and gradients against TRL's path; benchmarks/grpo_step.py measures it. TRL has no such path.
 
-Two conditions keep it exact, and TRL's own path runs where they fail: every cache layer is a key/value layer
-(attention-only models such as SmolLM2 and Qwen3; a linear-attention state, Qwen3.5's, is left to TRL), and no
+Three conditions keep it exact, and TRL's own path runs where they fail: every layer is full attention
+(attention-only models such as SmolLM2 and Qwen3; a linear-attention state, Qwen3.5's, or a sliding window is left
+to TRL), activation checkpointing is off (its layers drop a passed cache; train-grpo turns it on with CUDA), and no
 dropout is active (a prefix run once draws one dropout mask for all its rows; ``--disable-dropout`` is the default
 of train-grpo). ``order_by_prompt`` puts rows with shared prompts into the same micro-batch, in place of TRL's
 shuffle, where the order of the micro-batches of one optimizer step cannot change the step.
@@ -49,11 +52,15 @@ def order_by_prompt(batch: dict) -> dict:
     return {key: permuted(value) for key, value in batch.items()}
 
 
-def keeps_step(args) -> bool:
+def keeps_step(args, aux_loss: bool = False) -> bool:
     """Whether the rows of one generation batch can be reordered without changing the optimizer step: one
-    generation batch is one step, each row used once, under a loss in ``ORDER_FREE_LOSSES``."""
+    generation batch is one step, each row used once, under a loss in ``ORDER_FREE_LOSSES``, and no term TRL takes
+    per micro-batch (the entropy bonus's token mean, the high-entropy quantile mask, an MoE load-balancing loss:
+    ``aux_loss``)."""
     return (args.steps_per_generation == args.gradient_accumulation_steps and args.num_iterations == 1
-            and args.loss_type in ORDER_FREE_LOSSES)
+            and args.loss_type in ORDER_FREE_LOSSES and getattr(args, "top_entropy_quantile", 1.0) == 1.0
+            and not getattr(args, "entropy_coef", 0.0) and not getattr(args, "use_adaptive_entropy", False)
+            and not aux_loss)
 
 
 def dropout_active(model) -> bool:
@@ -64,6 +71,20 @@ def dropout_active(model) -> bool:
     config = getattr(model, "config", None)
     return (getattr(config, "attention_dropout", 0) or 0) > 0 or any(
         isinstance(m, torch.nn.Dropout) and m.p > 0 for m in model.modules())
+
+
+def _checkpointing(model) -> bool:
+    """Activation checkpointing: its layers drop the cache a training forward is handed (transformers forces
+    ``use_cache=False`` there), so the rows could not continue the prefix; and the no-grad passes (old and
+    reference log-probabilities) must take the path the training pass takes."""
+    return any(getattr(module, "gradient_checkpointing", False) for module in model.modules())
+
+
+def _attention_only(model) -> bool:
+    """Every layer is full attention (keys and values a row can continue): not Qwen3.5's linear attention, not a
+    sliding window; a config without ``layer_types`` is read from the cache after the prefix."""
+    types = getattr(getattr(model, "config", None), "layer_types", None)
+    return not types or all(kind == "full_attention" for kind in types)
 
 
 def _contiguous(attention_mask: torch.Tensor, completion_width: int) -> bool:
@@ -85,7 +106,8 @@ def shared_prefix_logps(model, input_ids: torch.Tensor, attention_mask: torch.Te
     gives them, with the rows' common prefix run once; zeros where a completion is padding. None where this path
     does not apply (too short a shared prefix, a cache that is not keys and values, active dropout): the caller
     runs TRL's. ``autocast``: a callable giving the trainer's autocast context (``accelerator.autocast``)."""
-    if dropout_active(model) or not _contiguous(attention_mask, logits_to_keep):
+    if (input_ids.size(0) < 2 or dropout_active(model) or _checkpointing(model) or not _attention_only(model)
+            or not _contiguous(attention_mask, logits_to_keep)):
         return None
     rows = [row[mask.bool()].tolist() for row, mask in zip(input_ids, attention_mask)]
     completion_mask = attention_mask[:, -logits_to_keep:]
@@ -139,7 +161,7 @@ def shared_prefix_trainer(trainer_class):
 
     class SharedPrefixTrainer(trainer_class):
         def _prepare_inputs(self, generation_batch):
-            if not keeps_step(self.args):
+            if not keeps_step(self.args, aux_loss=getattr(self, "aux_loss_enabled", False)):
                 return super()._prepare_inputs(generation_batch)
             shuffle = grpo_trainer.shuffle_sequence_dict
             grpo_trainer.shuffle_sequence_dict = order_by_prompt
