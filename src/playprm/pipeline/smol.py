@@ -95,13 +95,18 @@ class SmolPreset:
     # SFT's learning rate (the small preset's ratio); seed 0: −5.21 [−15.62, +4.17] against SFT greedy (measured
     # with advantage weights at 64 SFT steps, before the presets took value; BENCHMARKS.md)
     wsft: bool = False
-    # GRPO (pipeline --grpo): the SFT adapter trained further by train-grpo on the training instances, sampled at
-    # temperature 0.5 with the episode advantage (the small preset's measured setting), at lr 5e-5: this preset's own
-    # choice for a LoRA adapter, not measured (the small preset's full-weight policies train at 5e-5, the weaker one,
-    # and 5e-6, the trained one), with a budget a CPU affords a 135M model (grpo_steps x grpo_batch player sides);
-    # self-play (train-grpo --self-play): each episode trains both players, so a step of 16 player sides plays 8
-    # episodes where it played 16; seed 0: +2.08 [−9.37, +14.58] over SFT greedy, not a gain (BENCHMARKS.md)
+    # GRPO (pipeline --grpo): the SFT adapter trained further by train-grpo on the training instances with the
+    # episode advantage, at lr 5e-5: this preset's own choice for a LoRA adapter, not measured (the small preset's
+    # full-weight policies train at 5e-5, the weaker one, and 5e-6, the trained one), with a budget a CPU affords a
+    # 135M model (grpo_steps x grpo_batch player sides); self-play (train-grpo --self-play): each episode trains both
+    # players, so a step of 16 player sides plays 8 episodes where it played 16
     grpo: bool = False
+    # sampled at temperature 1.0, not the small preset's 0.5: at 0.5 the SFT policy sampled 0.01-0.02 nats a token,
+    # a quarter to all of each step's groups earned one reward, and GRPO gained +2.08 [−9.37, +14.58] (seed 0) and
+    # +0.00 [−11.46, +11.46] (seed 1) over SFT greedy; at 1.0 (one value tried, chosen from those training logs)
+    # +11.46 [+2.06, +22.92] and +8.33 [−3.12, +19.79] on the same held-out games (2026-12-07, BENCHMARKS.md: read on
+    # held-out, the preset has no validation split)
+    grpo_temperature: float = 1.0
     grpo_steps: int = 32
     grpo_generations: int = 4  # episodes of an instance in a group (each gives one row per player)
     grpo_batch: int = 16  # player sides a step
@@ -244,7 +249,8 @@ class SmolPreset:
                             "--num-generations", str(self.grpo_generations * PLAYERS[self.game]),
                             "--effective-batch-size", str(self.grpo_batch),
                             "--per-device-train-batch-size", str(self.grpo_micro_batch), "--learning-rate", "5e-5",
-                            "--temperature", "0.5", "--max-tokens", str(self.max_tokens), "--save-steps",
+                            "--temperature", str(self.grpo_temperature), "--max-tokens", str(self.max_tokens),
+                            "--save-steps",
                             str(self.grpo_save_steps), *schedule, "--model-name", f"{POLICY}-grpo"]),
             ("eval sft-grpo-greedy", ["eval", "--policy-model", w("grpo/policy"), *eval_common,
                                       "--results-dir", w("results/sft-grpo-greedy")]),
