@@ -200,6 +200,14 @@ def _keeps_logits(forward_owner: type) -> bool:
     return "logits_to_keep" in inspect.signature(forward_owner.forward).parameters
 
 
+def attention_only(model) -> bool:
+    """Every layer of ``model`` is full attention by its config's ``layer_types`` (keys and values a row can
+    continue after any padding): not Qwen3.5's linear attention, not a sliding window. True where the config does
+    not list its layers (their caches say it later)."""
+    types = getattr(getattr(model, "config", None), "layer_types", None)
+    return not types or all(kind == "full_attention" for kind in types)
+
+
 def last_logits_kwargs(model) -> dict:
     """Keyword arguments that make ``model.forward`` compute the vocabulary head at the last position only, for a
     pass whose other logits nobody reads (a prompt's prefill: ``generate`` does the same). On SmolLM2-135M the head

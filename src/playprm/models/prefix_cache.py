@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 import torch
 
 from playprm.transformers_runtime import (
+    attention_only,
     cache_kwargs,
     last_logits_kwargs,
     left_padded,
@@ -210,15 +211,15 @@ def shared_prefixes(targets: list[list[int] | None], minimum: int) -> list[tuple
 def _shared_bases(model, store: PrefixStore, targets: list[list[int] | None], pad: int,
                   device) -> tuple[list[RowState | None], list[int]] | None:
     """For prompts without a stored prefix (``targets[i]``; None for the others), the state of a prefix they share
-    with others of this call (``shared_prefixes``, at least ``SHARED_PREFIX_TOKENS``; attention-only models), encoded once: a game's
-    episodes open with the same instructions (clembench's referencegame and matchit_ascii prompts share 116 of their
-    151-290 tokens), which each row would otherwise encode again. A row's prompt is one of the set's only when it is
-    longer, or the whole prompt when rows repeat it. Returns each row's base (or None) and the prefix tokens charged
-    to it (all to the set's first row: the sum is what ran); None when the cache cannot be split into rows."""
+    with others of this call (``shared_prefixes``, at least ``SHARED_PREFIX_TOKENS``; attention-only models),
+    encoded once: a game's episodes open with the same instructions (clembench's referencegame and matchit_ascii
+    prompts share 116 of their 151-290 tokens), which each row would otherwise encode again. A row's prompt is one
+    of the set's only when it is longer, or the whole prompt when rows repeat it. Returns each row's base (or None)
+    and the prefix tokens charged to it (all to the set's first row: the sum is what ran); None when the cache
+    cannot be split into rows."""
     bases: list[RowState | None] = [None] * len(targets)
     charged = [0] * len(targets)
-    types = getattr(getattr(model, "config", None), "layer_types", None) or []
-    if "linear_attention" in types or _has_linear_layers(store._template):
+    if not attention_only(model) or _has_linear_layers(store._template):
         # a hybrid model continues rows one call per number of new tokens (no padding after a linear-attention
         # state): a shared base would split one padded call into about one call per row; not measured to pay
         return bases, charged

@@ -25,7 +25,7 @@ from __future__ import annotations
 import torch
 
 from playprm.models.prefix_cache import common_prefix
-from playprm.transformers_runtime import cache_kwargs, output_cache
+from playprm.transformers_runtime import attention_only, cache_kwargs, output_cache
 
 # below this many shared tokens a second forward call costs more than it saves
 MIN_SHARED_TOKENS = 16
@@ -80,13 +80,6 @@ def _checkpointing(model) -> bool:
     return any(getattr(module, "gradient_checkpointing", False) for module in model.modules())
 
 
-def _attention_only(model) -> bool:
-    """Every layer is full attention (keys and values a row can continue): not Qwen3.5's linear attention, not a
-    sliding window; a config without ``layer_types`` is read from the cache after the prefix."""
-    types = getattr(getattr(model, "config", None), "layer_types", None)
-    return not types or all(kind == "full_attention" for kind in types)
-
-
 def _contiguous(attention_mask: torch.Tensor, completion_width: int) -> bool:
     """Every row is left-padded prompt then right-padded completion, without holes (TRL's rollout layout)."""
     prompt, completion = attention_mask[:, :-completion_width], attention_mask[:, -completion_width:]
@@ -106,7 +99,7 @@ def shared_prefix_logps(model, input_ids: torch.Tensor, attention_mask: torch.Te
     gives them, with the rows' common prefix run once; zeros where a completion is padding. None where this path
     does not apply (too short a shared prefix, a cache that is not keys and values, active dropout): the caller
     runs TRL's. ``autocast``: a callable giving the trainer's autocast context (``accelerator.autocast``)."""
-    if (input_ids.size(0) < 2 or dropout_active(model) or _checkpointing(model) or not _attention_only(model)
+    if (input_ids.size(0) < 2 or dropout_active(model) or _checkpointing(model) or not attention_only(model)
             or not _contiguous(attention_mask, logits_to_keep)):
         return None
     rows = [row[mask.bool()].tolist() for row, mask in zip(input_ids, attention_mask)]
