@@ -4,7 +4,7 @@ The built-in games ship 20 instances each; training needs more, and an honest ev
 training example came from. ``write_split`` copies the built-in game folders into a new folder and writes each
 game's ``in/instances.json`` from the game's own seeded instance generator with another seed and size. Instances
 whose content (everything but ``game_id``) equals an instance of an ``exclude`` split are dropped, so a held-out
-split never repeats a training instance. Wordle's splits draw their secret words from all 14,430 allowed guesses
+split never repeats a training instance. Mastermind's splits share no secret code (360 in all). Wordle's splits draw their secret words from all 14,430 allowed guesses
 (its built-in lists hold 70), or from the 300-word small list (``vocabulary="small"``), never a target of an
 ``exclude`` split, so a held-out split shares no target with the training split; taboo's 24 card
 words cannot be held out (every new draw repeats a training instance and is dropped). ``split.json`` counts
@@ -26,6 +26,7 @@ GENERATORS = {  # built-in game -> its instance generator class (module instance
     "wordle": "WordleInstanceGenerator",
     "taboo": "TabooInstanceGenerator",
     "referencegame": "ReferenceGameInstanceGenerator",
+    "mastermind": "MastermindInstanceGenerator",
 }
 
 
@@ -52,6 +53,8 @@ def generate(game: str, seed: int, per_experiment: int, *, vocabulary: str = "fu
     if game == "wordle":
         generator.ALLOWED_TARGETS = True  # the 70 listed secret words cannot be held out
         generator.VOCABULARY = vocabulary
+        generator.EXCLUDED_TARGETS = excluded_targets
+    if game == "mastermind":  # 360 codes in all: a held-out split takes the codes the training split left
         generator.EXCLUDED_TARGETS = excluded_targets
     generator.on_generate(seed)
     return generator.instances
@@ -120,9 +123,11 @@ def write_split(out: Path, *, seed: int, per_experiment: int, games: list[str] |
 
 
 def _target(instance: dict) -> str:
-    """What an instance asks for: the secret word, or the reference game's target grid."""
+    """What an instance asks for: the secret word or code, or the reference game's target grid."""
     if "target_word" in instance:
         return instance["target_word"]
+    if "code" in instance:
+        return " ".join(str(d) for d in instance["code"])
     grids = instance.get("describer_grids") or []
     labels = ("first", "second", "third")
     return grids[labels.index(instance["describer_target"])] if grids else ""

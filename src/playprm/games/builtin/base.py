@@ -48,6 +48,20 @@ class PromptedGameMaster(DialogueGameMaster):
         """Game-specific keys to log into interactions.json at the end (for the scorer)."""
         return {}
 
+    def settle_guess(self, note: dict, solved: bool, max_guesses: int) -> int | None:
+        """Record a guess (``self.guesses`` and a GM note) of a guessing game: the game succeeds on a solved one and
+        fails once ``max_guesses`` are used; otherwise the guesses left (None when the game ended)."""
+        self.guesses.append(note)
+        self.log_to_self("guess", note)
+        if solved:
+            self.state.succeed()
+            return None
+        left = max_guesses - len(self.guesses)
+        if left <= 0:
+            self.state.failed()
+            return None
+        return left
+
     def _on_parse_error(self, error: ParseError):
         self.log_to_self("invalid format", error.reason)
         self.state.abort()

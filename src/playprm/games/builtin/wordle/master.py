@@ -98,14 +98,8 @@ class Wordle(PromptedGameMaster):
             raise RuleViolationError(f"{guess!r} is not in the word list", guess, key="unknown word")
         pattern = rules.feedback(guess, self.target_word)
         note = {"attempt": len(self.guesses) + 1, "guess": guess, "feedback": pattern}
-        self.guesses.append(note)
-        self.log_to_self("guess", note)
-        if pattern == rules.SOLVED:
-            self.state.succeed()
-            return
-        left = self.max_guesses - len(self.guesses)
-        if left <= 0:
-            self.state.failed()
+        left = self.settle_guess(note, pattern == rules.SOLVED, self.max_guesses)
+        if left is None:
             return
         self.set_context_for(
             self.guesser,
