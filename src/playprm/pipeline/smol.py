@@ -13,7 +13,9 @@ row against SFT greedy and SFT greedy against the base and against the game's ch
 ``SmolPreset(baselines=True)`` adds greedy-anchored PRM and log-probability best-of-4. Opt-in rows train the SFT
 adapter further: ``--dpo`` (DPO on sibling pairs of its branched rollouts), ``--wsft`` (value-weighted SFT on every
 turn of the same rollouts) and ``--grpo`` (self-play train-grpo on the training instances: each episode trains
-both players; seed 0: +2.08 [−9.37, +14.58] over SFT greedy, BENCHMARKS.md).
+both players; sampled at temperature 1.0 with dropout off and the shared-prefix update: +11.46 [+2.06, +22.92]
+(seed 0) and +8.33 [−3.12, +19.79] (seed 1) over SFT greedy, read on held-out; the earlier runs at 0.5 had dropout
+on and TRL's update, so the gain is not the temperature's alone, BENCHMARKS.md).
 
 Sizes (issue 43, BENCHMARKS.md "The smol preset learns the game"): 96 held-out episodes a row, where a 10-point
 paired difference can show; 800 teacher episodes; 192 SFT steps of 4. The step count is the lever that made the
@@ -22,6 +24,13 @@ guesser called every row "other") and 81.25 / 59.38 at 192 on seeds 0 / 1, both 
 (2026-12-06). The whole default grid took 53 min 17 s on 2 quiet cores (seed 0, timed end to end, 2026-12-06;
 SFT 31 minutes of it, SFT greedy 68.75 in that run). Each stage's wall time lands in ``stage_seconds.json`` and
 RESULTS.md.
+
+A validation split (``splits/validation``, issue 61: seed 3000 + s, no instance of train or held-out, as the small
+preset draws its own) is what a lever of the recipe is chosen on from now on: SFT greedy and each opt-in greedy row
+play it too (``validation/<row>``). RESULTS.md names the split that chose each lever (``LEVERS``): every value of
+today's recipe was set before that split existed, from training logs and the held-out games. The policies also play
+games they never trained on (``splits/ood``: wordle, taboo and mastermind, 16 episodes each; base, SFT and with
+--grpo SFT + GRPO greedy, ``ood/<row>``), where RESULTS.md pairs each against the base and against SFT.
 
 Only the reference game: its held-out instances are new grids (taboo's 24 cards cannot be held out), and the base
 model scores 0 on it (it ignores the reply format), which is the card's setting: SFT on winning trajectories has
@@ -36,13 +45,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from playprm.data.weighted_sft import DEFAULT_RULE
-from playprm.pipeline.small import HELD_OUT, TRAIN, GridRow, best_of_row
+from playprm.pipeline.small import HELD_OUT, TRAIN, VALIDATION, GridRow, best_of_row
 
 POLICY = "smol-sft"  # the registry name train-sft gives the policy
 # each game's quality under random play, which RESULTS.md pairs SFT greedy against: the guesser picks one of three
 # grids, so a guesser that keeps the format and answers at random wins a third of the reference games
 CHANCE = {"referencegame": 100 / 3}
 PLAYERS = {"referencegame": 2}  # GRPO's self-play groups: rows = episodes x players
+OOD = "splits/ood"  # games it never trained on (SmolPreset.ood_games): shares no game with train
+# the greedy rows a lever of the recipe is chosen on, each played on the validation split too (validation/<row>)
+VALIDATION_ROWS = ("sft-greedy", "sft-dpo-greedy", "sft-wsft-greedy", "sft-grpo-greedy")
+# the policies played on the games it never trained on (ood/<row>), each paired against those before it
+OOD_ROWS = ("base-greedy", "sft-greedy", "sft-grpo-greedy")
 
 # the paired comparisons RESULTS.md shows
 PAIRS = [("sft-greedy", "base-greedy"), ("sft-prm-bon4", "sft-greedy"), ("sft-prm-anchored-bon4", "sft-greedy"),
@@ -52,6 +66,27 @@ PAIRS = [("sft-greedy", "base-greedy"), ("sft-prm-bon4", "sft-greedy"), ("sft-pr
          ("sft-dpo-greedy", "sft-greedy"), ("sft-dpo-greedy", "sft-prm-bon4"),  # with --dpo
          ("sft-wsft-greedy", "sft-greedy"), ("sft-wsft-greedy", "sft-dpo-greedy"),  # with --wsft
          ("sft-grpo-greedy", "sft-greedy"), ("sft-grpo-greedy", "sft-dpo-greedy")]  # with --grpo
+
+# RESULTS.md's "Levers and the split that chose them": (lever, its value, formatted with the preset's fields, the
+# split or evidence that chose it, how). Every value below was set before splits/validation existed (issue 61), so
+# none was chosen there; a lever chosen on validation from now on says so here
+LEVERS = (
+    ("SFT steps", "{sft_steps} steps of {sft_batch}", "held-out",
+     "64, 128 and 192 read on seeds 0 and 1's 96 held-out games (issue 43, BENCHMARKS.md)"),
+    ("SFT learning rate and schedule", "5e-4, constant, no warm-up", "none",
+     "kept the reply formats in the real-model tests where a cosine schedule did not; not compared on a split"),
+    ("GRPO temperature", "{grpo_temperature}", "training logs, then held-out",
+     "0.5's logs showed 0.01-0.02 nats a token and groups with one reward; one other value, 1.0, was read on the "
+     "held-out games (2026-12-07, BENCHMARKS.md)"),
+    ("GRPO dropout and update", "dropout off, shared-prefix update", "none",
+     "train-grpo's defaults, changed together with the temperature (the 0.5 runs had LoRA dropout 0.05 and TRL's "
+     "update): not isolated from it on any split"),
+    ("GRPO learning rate, steps and groups", "5e-5; {grpo_steps} steps of {grpo_batch} player sides, groups of "
+     "{grpo_generations} episodes", "none", "the preset's choice for a LoRA adapter and what 2 CPU cores afford"),
+    ("PRM rollouts and steps", "{rollout_instances} instances per experiment x {rollout_samples} samples; "
+     "{prm_steps} steps of {prm_batch}", "none", "what 2 CPU cores afford"),
+    ("best-of-N", "N = {n}, argmax", "none", "the model card's setting"),
+)
 
 
 @dataclass(frozen=True)
@@ -66,6 +101,15 @@ class SmolPreset:
     # per experiment: every row plays these 96 episodes, where a paired difference of 10 points can show (24 could
     # show none under about 15, issue 43)
     held_out_instances: int = 48
+    # per experiment: the split a lever of the recipe is chosen on (issue 61), drawn as the small preset's (seed
+    # 3000 + s, no instance of train or held-out); 64 episodes a greedy row, about a minute and a half of SmolLM2 on
+    # 2 cores, where a difference of about 15 points can show
+    validation_instances: int = 32
+    # games it never trained on (issue 61): base, SFT and (with --grpo) SFT + GRPO greedy on (game, instances per
+    # experiment) of a split of their own (seed 4000 + s): 16 episodes of each game (taboo has two experiments,
+    # wordle's and mastermind's splits one), the same for every policy; False: no such stage
+    ood_games: tuple = (("wordle", 16), ("taboo", 8), ("mastermind", 16))
+    ood: bool = True
     max_tokens: int = 56  # the teacher's guesser reply (it shows its work) is at most 45 SmolLM2 tokens
     # 32 steps taught the format, not the game (27-29 % SFT greedy, the guesser's chance level is 33 %); 64 reached
     # 39.58 on seed 0's 96 held-out games, inside chance's CI; at 128, seed 0's guesser had learned to compare rows
@@ -105,7 +149,8 @@ class SmolPreset:
     # a quarter to all of each step's groups earned one reward, and GRPO gained +2.08 [−9.37, +14.58] (seed 0) and
     # +0.00 [−11.46, +11.46] (seed 1) over SFT greedy; at 1.0 (one value tried, chosen from those training logs)
     # +11.46 [+2.06, +22.92] and +8.33 [−3.12, +19.79] on the same held-out games (2026-12-07, BENCHMARKS.md: read on
-    # held-out, the preset has no validation split)
+    # held-out, the preset has no validation split); those runs also had dropout off and the shared-prefix update
+    # (the 0.5 runs: dropout on, TRL's update), so the gain is the three changes', not the temperature's alone
     grpo_temperature: float = 1.0
     grpo_steps: int = 32
     grpo_generations: int = 4  # episodes of an instance in a group (each gives one row per player)
@@ -153,11 +198,16 @@ class SmolPreset:
                     "--activation-checkpointing", "false", "--seed", str(s)]
         evals = [(f"eval {row.name}", ["eval", "--policy-model", policy, *row.flags, *eval_common,
                                        "--results-dir", w(f"results/{row.name}")]) for row in self.rows(w("prm"))]
-        return [
+        return self.on_other_splits(w, decoding, [
             ("instances train", ["instances", "--out", train, "--seed", str(1000 + s), "--per-experiment",
                                  str(self.train_instances), "--game", self.game]),
             ("instances held-out", ["instances", "--out", held_out, "--seed", str(2000 + s), "--per-experiment",
                                     str(self.held_out_instances), "--game", self.game, "--exclude", train]),
+            ("instances validation", ["instances", "--out", w(VALIDATION), "--seed", str(3000 + s),
+                                      "--per-experiment", str(self.validation_instances), "--game", self.game,
+                                      "--exclude", train, held_out]),
+            *[(f"instances ood {game}", ["instances", "--out", w(OOD), "--seed", str(4000 + s), "--per-experiment",
+                                         str(n), "--game", game]) for game, n in (self.ood_games if self.ood else ())],
             ("collect teacher", ["collect", "--policy-model", "programmatic:expert", "--games-dir", train, *games,
                                  "--temperature", "1.0", "--seed", str(s), "--results-dir", w("teacher")]),
             *([("import-gguf", ["import-gguf", str(source), "--out", base])] if self.base is None else []),
@@ -191,7 +241,30 @@ class SmolPreset:
             *(self.grpo_steps_of(w, policy, games, eval_common, schedule) if self.grpo else []),
             ("summarize", ["summarize", "--workdir", str(workdir), "--preset", "smol", "--seed", str(s),
                            *self.summary_flags()]),
-        ]
+        ])
+
+    def on_other_splits(self, w, decoding: list[str],
+                        steps: list[tuple[str, list[str]]]) -> list[tuple[str, list[str]]]:
+        """``steps`` with, after the held-out eval of each of ``VALIDATION_ROWS``, the same policy's greedy play on
+        the validation split (stage ``validation <row>``), and after each of ``OOD_ROWS`` (with ``ood``) on the
+        games it never trained on (``ood <row>``). Every other stage keeps its name and argv, so that a work
+        directory from before these stages resumes."""
+        ood_games = [flag for game, _ in self.ood_games for flag in ("--game", game)]
+        out = []
+        for stage, argv in steps:
+            out.append((stage, argv))
+            row = stage.removeprefix("eval ")
+            if not stage.startswith("eval ") or "--mode" in argv:  # greedy rows only
+                continue
+            policy = argv[argv.index("--policy-model") + 1]
+            if row in VALIDATION_ROWS:
+                out.append((f"validation {row}", ["eval", "--policy-model", policy, "--games-dir", w(VALIDATION),
+                                                  "--game", self.game, *decoding,
+                                                  "--results-dir", w(f"validation/{row}")]))
+            if self.ood and row in OOD_ROWS:
+                out.append((f"ood {row}", ["eval", "--policy-model", policy, "--games-dir", w(OOD), *ood_games,
+                                           *decoding, "--results-dir", w(f"ood/{row}")]))
+        return out
 
     def dpo_steps_of(self, w, policy: str, games: list[str], decoding: list[str], eval_common: list[str],
                      schedule: list[str]) -> list[tuple[str, list[str]]]:
