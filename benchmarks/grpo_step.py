@@ -11,7 +11,8 @@ Usage: python benchmarks/grpo_step.py POLICY GAMES_DIR [--game referencegame] [-
 
 POLICY: a train-sft output folder (e.g. ``runs/smol_s0/sft-policy`` of ``pipeline --preset smol``); GAMES_DIR: its
 training instances (``runs/smol_s0/splits/train``). Each round runs train-grpo for ``--steps`` steps in each mode,
-alternated A B A B in one process, at the smol preset's settings (temperature 0.5, lr 5e-5, ``--rows`` player
+alternated A B A B in one process, at the smol preset's settings (its GRPO temperature,
+``SmolPreset.grpo_temperature``, lr 5e-5, ``--rows`` player
 rows a step, ``--generations`` episodes of an instance a group, updated ``--micro-batch`` rows at a time); a callback times every optimizer step (the
 rollout and the update). Prints each mode's step seconds, the episodes a step plays and the ratio of the medians.
 """
@@ -26,6 +27,7 @@ from pathlib import Path
 import torch
 from transformers import TrainerCallback
 
+from playprm.pipeline.smol import SmolPreset
 from playprm.train.base_model import resolve_start_policy
 from playprm.train.grpo import train_grpo
 from playprm.train.grpo_config import GRPOTrainingConfig
@@ -83,7 +85,8 @@ def main() -> None:
                 config = build_config(GRPOTrainingConfig, {
                     "game": [args.game], "games_dir": args.games_dir, "max_steps": args.steps,
                     "effective_batch_size": args.rows, "per_device_train_batch_size": args.micro_batch,
-                    "learning_rate": 5e-5, "temperature": 0.5, "max_tokens": args.max_tokens, "save_strategy": "no",
+                    "learning_rate": 5e-5, "temperature": SmolPreset.grpo_temperature, "max_tokens": args.max_tokens,
+                    "save_strategy": "no",
                     "lr_scheduler_type": "constant", "warmup_steps": 0, "disable_tqdm": True, "seed": round_,
                     "output_dir": str(Path(scratch) / f"{round_}-{name}"), **settings})
                 with as_before() if name == "before" else contextlib.nullcontext():

@@ -9,17 +9,26 @@ import pytest
 from playprm.cli import main
 
 
-def test_tiny_pipeline_runs_every_stage_and_prints_the_comparison(tmp_path, capsys, monkeypatch):
+def test_tiny_pipeline_trains_a_policy_that_plays_to_the_end_and_says_so(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)  # --threads sets it for the process: undone after the test
     assert main(["--threads", "1", "pipeline", "--preset", "tiny", "--workdir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    for stage in ("make-tiny", "collect", "sft-data", "train-sft", "prm-data", "train-prm", "eval greedy",
-                  "eval best-of-n", "eval beam-search", "report"):
+    for stage in ("instances held-out", "collect teacher", "make-tiny", "collect", "sft-data", "train-sft",
+                  "prm-data", "train-prm", "eval greedy", "eval best-of-n", "eval beam-search", "report",
+                  "summarize"):
         assert f"== {stage}" in out
     assert "Environment-lookahead runs" in out and "best-of-n" in out
     assert (tmp_path / "report" / "compute.png").is_file()
-    runs = {p.parent.name: json.loads(p.read_text()) for p in (tmp_path / "results").glob("*/playprm_run.json")}
+    runs = {p.parent.parent.name: json.loads(p.read_text())
+            for p in (tmp_path / "results").glob("*/*/playprm_run.json")}
     assert sorted(r["mode"] for r in runs.values()) == ["beam-search", "best-of-n", "greedy"]
+    # the smoke run proves the install: RESULTS.md, an interactive game played to its end, and a last line on it
+    assert (tmp_path / "RESULTS.md").is_file()
+    greedy = next(r for r in json.loads((tmp_path / "results.json").read_text())["rows"] if r["name"] == "sft-greedy")
+    assert greedy["played"]["referencegame"] > 0 and greedy["games"]["referencegame"] is not None
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("smoke run OK: ") and "interactive episodes played to the end" in last
+    assert "clemscore" in last and "referencegame" in last and str(tmp_path / "RESULTS.md") in last
     assert json.loads((tmp_path / "model_registry.json").read_text())[0]["model_name"] == "tiny-sft"
     threads = json.loads((tmp_path / "stage_threads.json").read_text())  # each stage's threads, as --threads set
     assert {"make-tiny", "train-sft", "eval greedy"} <= set(threads) and set(threads.values()) == {1}
@@ -71,3 +80,17 @@ def test_threads_must_be_a_positive_whole_number(capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["--threads", "0", "games"])
     assert exit_.value.code == 2 and "'0' is not a positive whole number" in capsys.readouterr().err
+
+
+def test_the_smoke_check_fails_in_one_line_where_no_interactive_episode_ended(tmp_path):
+    from playprm.pipeline.tiny import smoke_check
+
+    proved, line = smoke_check(tmp_path)
+    assert not proved and line.startswith("smoke run FAILED: no ") and "RESULTS.md" in line
+    # the state the issue found: the static task played, every interactive episode aborted
+    (tmp_path / "RESULTS.md").write_text("# Results\n")
+    (tmp_path / "results.json").write_text(json.dumps({"static_games": ["arithmetic"], "rows": [
+        {"name": "sft-greedy", "games": {"arithmetic": 0.0, "referencegame": None},
+         "played": {"arithmetic": 100.0, "referencegame": 0.0}}]}))
+    proved, line = smoke_check(tmp_path)
+    assert not proved and line.startswith("smoke run FAILED: no interactive episode was played to the end")

@@ -214,6 +214,23 @@ def test_prm_scores_are_the_same_with_and_without_reuse(tiny_models, policies, o
     assert reused_scorer.stats.context_tokens < plain_scorer.stats.context_tokens / 2
 
 
+def test_the_prm_shares_a_prefix_only_where_its_backbone_is_attention_only(tiny_models, one_cpu_thread):
+    """The PRM has no config of its own: whether every layer is full attention is read from its backbone's, so a
+    hybrid (Qwen3.5) PRM is not attention-only and even its first scoring call shares no prefix, as its policy's
+    does not; a Qwen3 PRM shares the instructions its contexts open with."""
+    import json
+
+    from playprm.transformers_runtime import attention_only
+
+    hybrid = "linear_attention" in json.dumps(json.loads((tiny_models["policy"] / "config.json").read_text()))
+    scorer = PRMScorer.from_path(tiny_models["prm"])
+    assert attention_only(scorer.model) == (not hybrid)
+    rules = "Guess a word. " * 20
+    contexts = [[{"role": "user", "content": rules + tail}] for tail in ("Round one.", "Round two, longer.", "Other.")]
+    scorer.score(contexts, [["a word", "another"]] * len(contexts))
+    assert (scorer.prefix_store.stats.shared > 0) == (not hybrid)
+
+
 def test_the_store_keeps_one_state_per_conversation_and_stays_under_its_cap(tiny_models, one_cpu_thread):
     spec = resolve_policy(str(tiny_models["policy"]))
     model, tokenizer = load_causal_lm(spec)

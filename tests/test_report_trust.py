@@ -187,10 +187,25 @@ def test_transcribe_shows_an_episode_whose_scores_json_is_broken_and_says_so(tmp
     pages = Path("playprm-reports/r/transcripts")
     assert printed.startswith("playprm transcribe: writing into playprm-reports/r/transcripts/")
     assert "1 episode(s) shown without an outcome" in printed and "scores.json cannot be read" in printed
-    assert "2 episode pages" in printed
+    assert "2 episodes (2 transcript.html, 0 search.html)" in printed
     assert (pages / "m--m/wordle/e/instance_00001/transcript.html").is_file()
     assert "no outcome: scores.json cannot be read" in (pages / "index.html").read_text()
     assert digests(results) == before and not Path("clembench.log").exists()
+
+
+def test_transcribe_counts_episodes_not_pages(tmp_path, capsys):
+    # a guided episode has two pages (transcript.html and search.html): 3 guided episodes are 3 episodes, 6 pages
+    results = tmp_path / "r"
+    for k in range(3):
+        folder = write_episode(results, "m--m", "wordle", "e", f"instance_{k:05d}", episode_scores(False, 50.0),
+                               interactions=interactions())
+        (folder / "candidates.jsonl").write_text(json.dumps(
+            {"mode": "best-of-n", "chosen": 0, "candidates": [{"text": "GUESS: crane", "score": 0.5, "tokens": 3}]})
+            + "\n")
+    assert main(["transcribe", "--results-dir", str(results), "--out", str(tmp_path / "pages")]) == 0
+    printed = capsys.readouterr().out
+    assert "3 episodes (3 transcript.html, 3 search.html)" in printed and "6 episode" not in printed
+    assert len(list((tmp_path / "pages").rglob("search.html"))) == 3
 
 
 def usage_lines() -> list[str]:
@@ -247,3 +262,138 @@ def test_published_27b_folders_as_playpen_runs_keep_their_bytes_and_show_playpen
     clem_only = pd.read_csv("playprm-reports/qwen3.5-27b_clem/results.csv", index_col=0)
     assert compare.at["qwen3.5-27b", "-, clemscore (interactive)"] == clem_only.at["qwen3.5-27b", "-, clemscore"]
     assert set(compare.at["qwen3.5-27b", "static games"].split(", ")) == {"cladder", "ifeval"}
+
+
+# Reports say what a blank means (issue 60): lookahead rows apart, a run without a clemscore blank everywhere,
+# every grid row on the cost plot, plots that fit their text
+
+
+def write_run(folder: Path, scores: list[float | None], *, mode: str = "greedy", lookahead: bool = False,
+              tokens: float = 40.0, model: str = "policy-t0.0--policy-t0.0", game: str = "referencegame") -> Path:
+    """A results folder as eval writes it: one episode per score (None: aborted), each with a cost.json, and the
+    run's playprm_run.json (a greedy run records the beam settings it never reads, as eval does)."""
+    for k, score in enumerate(scores):
+        episode = write_episode(folder, model, game, f"{k % 2}_e", f"episode_{k}", episode_scores(score is None, score))
+        (episode / "cost.json").write_text(json.dumps({"generated_tokens": tokens}))
+    (folder / model / "playprm_run.json").write_text(json.dumps({
+        "mode": mode, "env_lookahead": lookahead, "n_candidates": 1 if mode == "greedy" else 4, "beam_width": 2,
+        "num_beam_iterations": 4, "aggregate": "last", "seed": 0}))
+    return folder
+
+
+def test_report_results_dir_keeps_environment_lookahead_runs_apart(tmp_path, capsys):
+    from playprm.report.render import HONEST_TITLE, LOOKAHEAD_TITLE
+
+    results = tmp_path / "r"
+    write_run(results, [100.0, 0.0], model="greedy-t0.0--greedy-t0.0")
+    write_run(results, [100.0, 100.0], mode="beam-search", lookahead=True, model="beam-t0.7--beam-t0.7")
+    assert main(["report", "--results-dir", str(results), "--out", str(tmp_path / "out"), "--resamples", "20"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.index(HONEST_TITLE) < printed.index("greedy-t0.0") < printed.index(LOOKAHEAD_TITLE)
+    assert printed.index(LOOKAHEAD_TITLE) < printed.index("beam-t0.7")  # overview and per game, each apart
+    assert printed.count(LOOKAHEAD_TITLE) == 2
+    markdown = (tmp_path / "out" / "results.md").read_text()
+    assert f"## {LOOKAHEAD_TITLE}" in markdown and f"### {LOOKAHEAD_TITLE}" in markdown
+    csv = pd.read_csv(tmp_path / "out" / "results.csv", index_col=0)
+    assert csv["env_lookahead"].to_dict() == {"beam-t0.7--beam-t0.7": True, "greedy-t0.0--greedy-t0.0": False}
+
+
+def test_paired_between_runs_without_a_clemscore_is_blank_not_zero(tmp_path, capsys):
+    first, second = write_run(tmp_path / "first", [None, None]), write_run(tmp_path / "second", [None, None])
+    assert main(["report", "--compare", str(first), str(second), "--paired", "first", "second", "--out",
+                 str(tmp_path / "out"), "--resamples", "20"]) == 0
+    text = (tmp_path / "out" / "paired.md").read_text()
+    paired = text.split("\n\n")[1]  # the table of paired differences
+    assert "no clemscore (first and second: no episode played to the end)" in paired
+    assert "0.00" not in paired and "[" not in paired
+    per_game = text.split("## Where first and second differ, per game")[1]  # its points blank too, % played 0
+    assert "| referencegame | 2 |  | 0.00 -> 0.00 |" in per_game and "clemscore points are blank" in per_game
+
+
+def test_compare_csv_leaves_beam_settings_blank_for_modes_that_do_not_read_them(tmp_path):
+    from playprm.report.compare import compare_runs
+
+    greedy = write_run(tmp_path / "greedy", [100.0])
+    beam = write_run(tmp_path / "beam", [100.0], mode="beam-search", lookahead=True)
+    best = write_run(tmp_path / "best", [100.0], mode="best-of-n")
+    table = compare_runs([greedy, beam, best], n_resamples=10)
+    for column in ("run beam_width", "run num_beam_iterations", "run aggregate"):
+        assert table[column].isna().to_dict() == {"greedy": True, "best": True, "beam": False}
+    assert table.at["beam", "run beam_width"] == 2 and table.at["greedy", "run seed"] == 0
+
+
+def captured_plots(monkeypatch) -> dict[str, dict]:
+    """Each plot's legend labels and figure texts by file name, in place of writing it."""
+    from playprm.report import plots
+
+    drawn = {}
+
+    def capture(figure, path):
+        legends = [legend for axes in figure.axes for legend in [axes.get_legend()] if legend]
+        drawn[Path(path).name] = {"labels": [t.get_text() for legend in legends for t in legend.get_texts()],
+                                  "texts": [t.get_text() for t in figure.texts]}
+        return path
+
+    monkeypatch.setattr(plots, "save_png", capture)
+    return drawn
+
+
+def test_results_md_leaves_a_run_that_played_nothing_blank_and_every_grid_row_is_a_point(tmp_path, monkeypatch):
+    from playprm.pipeline.small import GridRow
+    from playprm.pipeline.summary import write_results
+
+    drawn = captured_plots(monkeypatch)
+    grid = [GridRow("base-greedy", policy="base"), GridRow("sft-greedy"),
+            GridRow("sft-prm-bon4", n=4, scorer="prm", selection="argmax"),
+            GridRow("sft-grpo-greedy", policy="sft-grpo"), GridRow("sft-dpo-greedy", policy="sft-dpo"),
+            GridRow("sft-beam", n=4, scorer="prm")]
+    runs = {"base-greedy": ([None] * 4, "greedy", 30.0), "sft-greedy": ([100.0, 0.0, 0.0, 100.0], "greedy", 56.0),
+            "sft-prm-bon4": ([100.0, 0.0, 100.0, 0.0], "best-of-n", 230.0),
+            "sft-grpo-greedy": ([100.0] * 3 + [0.0], "greedy", 56.0),
+            "sft-dpo-greedy": ([100.0, 100.0, 0.0, 0.0], "greedy", 58.0),
+            "sft-beam": ([100.0] * 4, "beam-search", 300.0)}
+    for name, (scores, mode, tokens) in runs.items():
+        write_run(tmp_path / "results" / name, scores, mode=mode, lookahead=mode == "beam-search", tokens=tokens)
+    write_results(tmp_path, command="playprm pipeline", seed=0, grid=[row.as_dict() for row in grid],
+                  pairs=[("sft-greedy", "base-greedy"), ("sft-grpo-greedy", "sft-greedy")], n_resamples=20)
+    document = json.loads((tmp_path / "results.json").read_text())
+    base = next(row for row in document["rows"] if row["name"] == "base-greedy")
+    assert base["clemscore"] is None and base["ci"] == [None, None] and base["percent_played"] == 0
+    text = (tmp_path / "RESULTS.md").read_text()
+    assert "| base-greedy | base | greedy | 1 |  |  | no clemscore (0 % played) |" in text
+    assert "| sft-greedy | base-greedy |" in text and "no clemscore (base-greedy: no episode played" in text
+    # the cost plot: every row of the grid, learned rows included; the one without a clemscore named below it
+    tokens = drawn["clemscore_vs_tokens.png"]
+    assert {"sft-greedy", "sft-grpo-greedy", "sft-dpo-greedy", "sft-beam (env lookahead, not honest)",
+            "best-of-N, PRM, argmax (the card's)"} <= set(tokens["labels"])
+    assert tokens["texts"] == ["left out: base-greedy (no clemscore: no episode played to the end)"]
+    # against N: each learned greedy row is a reference line beside SFT greedy
+    assert {"sft-greedy", "sft-grpo-greedy", "sft-dpo-greedy"} <= set(drawn["clemscore_vs_n.png"]["labels"])
+
+
+def test_compute_png_names_the_runs_it_leaves_out(tmp_path, monkeypatch):
+    from playprm.report.compare import compare_runs
+    from playprm.report.outputs import write_comparison
+
+    drawn = captured_plots(monkeypatch)
+    played, blank = write_run(tmp_path / "played", [100.0, 0.0]), write_run(tmp_path / "blank", [None, None])
+    write_comparison(compare_runs([played, blank], n_resamples=10), tmp_path / "out")
+    assert drawn["compute.png"]["texts"] == ["left out: blank (no clemscore: no episode played to the end)"]
+
+
+def test_plots_fit_their_title_and_legend(tmp_path):
+    """clemscore.png with static tasks has a long title and a legend below the axes: the saved image holds them,
+    its edge columns blank (the figure grows to its text, rather than cutting it at the right edge)."""
+    import matplotlib.image
+
+    from playprm.report.clemscore import compute_table
+    from playprm.report.plots import plot_clemscore
+
+    results = tmp_path / "r"
+    for model in ("a-rather-long-model-name-t0.0--a-rather-long-model-name-t0.0", "b-t0.0--b-t0.0"):
+        write_run(results, [100.0, 0.0], model=model)
+        write_run(results, [100.0, 100.0], model=model, game="bbh")  # Playpen's static suite, by name
+    path = plot_clemscore(compute_table([results], n_resamples=10), tmp_path / "clemscore.png")
+    image = matplotlib.image.imread(path)[..., :3]
+    for edge in (image[:, 0], image[:, -1], image[0], image[-1]):
+        assert edge.min() > 0.95  # white: no title, label or legend runs off the image

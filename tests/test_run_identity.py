@@ -173,3 +173,84 @@ def test_the_run_record_reads_files_of_every_version_and_writes_n_candidates_onc
     written = json.loads((tmp_path / RUN_METADATA_FILE).read_text())
     assert list(written) == ["playprm_version", "mode", "env_lookahead", "n_candidates", "temperature", "fingerprint"]
     assert RunRecord.read(tmp_path / RUN_METADATA_FILE) == greedy
+
+
+def pipeline_folder(workdir: Path, record: dict | None = None, stages: dict | None = None,
+                    train_seed: int | None = None) -> dict[str, bytes]:
+    """A work directory as a pipeline's first stages leave it: its run record (or, from before records, only its
+    stage times and training split), an instances stage's done marker and a results/ folder; returns its files."""
+    from playprm.pipeline.stages import RUN_FILE, STAGE_FILE
+
+    (workdir / "results").mkdir(parents=True)
+    (workdir / "splits" / "train" / "referencegame" / "in").mkdir(parents=True)
+    (workdir / "splits" / "train" / "referencegame" / "in" / "instances.json").write_text("{}")
+    if record is not None:
+        (workdir / RUN_FILE).write_text(json.dumps(record))
+    if stages is not None:
+        (workdir / STAGE_FILE).write_text(json.dumps(stages))
+    if train_seed is not None:
+        (workdir / "splits" / "train" / "split.json").write_text(
+            json.dumps({"games": {"referencegame": {"seed": train_seed, "per_experiment": 2}}}))
+    return folder_state(workdir)
+
+
+TINY = {"preset": "tiny"}
+SMALL_SEED_0 = {"preset": "small", "game": "referencegame", "seed": 0}
+
+
+@pytest.mark.parametrize("held, argv, message", [
+    (TINY, ["summarize", "--workdir", "{w}"],
+     "--workdir {w} holds a --preset tiny run; this command is --preset small --game referencegame --seed 0: "
+     "choose another --workdir"),
+    (SMALL_SEED_0, ["pipeline", "--preset", "small", "--seed", "7", "--workdir", "{w}"],
+     "--workdir {w} holds a --preset small --game referencegame --seed 0 run; this command is --preset small "
+     "--game referencegame --seed 7: choose another --workdir"),
+    (TINY, ["pipeline", "--preset", "small", "--workdir", "{w}"],
+     "--workdir {w} holds a --preset tiny run; this command is --preset small --game referencegame --seed 0: "
+     "choose another --workdir"),
+    (SMALL_SEED_0, ["summarize", "--workdir", "{w}", "--preset", "smol"], "this command is --preset smol --seed 0"),
+    (SMALL_SEED_0, ["pipeline", "--preset", "small", "--game", "wordle", "--workdir", "{w}"],
+     "this command is --preset small --game wordle --seed 0"),
+])
+def test_a_work_directory_of_another_run_is_refused_before_any_stage(tmp_path, capsys, held, argv, message):
+    workdir = tmp_path / "w"
+    before = pipeline_folder(workdir, record=held)
+    code = main([part.format(w=workdir) for part in argv])
+    out, err = capsys.readouterr()
+    assert code == 2 and err.startswith(f"playprm {argv[0]}: error: --workdir {workdir} holds a ")
+    assert message.format(w=workdir) in err
+    assert len(err.strip().splitlines()) == 1 and "done earlier" not in out and out == ""
+    assert folder_state(workdir) == before  # no stage ran, no RESULTS.md
+
+
+@pytest.mark.parametrize("stages, train_seed, argv, held", [
+    ({"make-tiny": 1.0, "collect": 2.0}, None, ["summarize"], "a --preset tiny run"),
+    ({"make-tiny": 1.0, "collect": 2.0}, None, ["pipeline", "--preset", "small"], "a --preset tiny run"),
+    ({"instances train referencegame": 1.0}, 1000, ["pipeline", "--preset", "small", "--seed", "7"],
+     "a --preset small --game referencegame --seed 0 run"),
+    ({"instances train": 1.0}, 1000, ["summarize", "--preset", "small"], "a --preset smol --seed 0 run"),
+])
+def test_a_work_directory_from_before_run_records_is_judged_by_its_stages(tmp_path, capsys, stages, train_seed,
+                                                                           argv, held):
+    workdir = tmp_path / "w"
+    before = pipeline_folder(workdir, stages=stages, train_seed=train_seed)
+    assert main([*argv, "--workdir", str(workdir)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"--workdir {workdir} holds {held}; this command is" in err and len(err.splitlines()) == 1
+    assert folder_state(workdir) == before
+
+
+def test_a_new_work_directory_records_its_run_at_its_first_stage_and_its_own_command_passes(tmp_path):
+    from playprm.commands import build_parser
+    from playprm.pipeline.stages import RUN_FILE, check_run_identity, run_identity, run_steps
+
+    workdir = tmp_path / "w"
+    identity = run_identity("small", 3, "wordle")
+    assert run_steps(workdir, [("list games", ["games"])], parser=build_parser(), done="", identity=identity) == 0
+    assert json.loads((workdir / RUN_FILE).read_text()) == {"preset": "small", "game": "wordle", "seed": 3}
+    check_run_identity(workdir, run_identity("small", 3, "wordle"))  # the same run goes on
+    assert run_identity("tiny", 7, "wordle") == {"preset": "tiny"}  # the tiny preset uses neither seed nor game
+    # a folder from before run records, whose stages say it is this run, passes too
+    legacy = tmp_path / "legacy"
+    pipeline_folder(legacy, stages={"instances train wordle": 1.0}, train_seed=1003)
+    check_run_identity(legacy, identity)

@@ -125,6 +125,68 @@ def test_trls_path_runs_where_sharing_would_not_be_exact_or_would_not_pay(tiny_m
     assert shared_prefix.shared_prefix_logps(model, ids, holed, keep) is None
 
 
+def test_learned_absolute_positions_take_trls_path():
+    """A tiny random GPT-2 (learned absolute positions, built here): TRL's path shifts a left-padded row's positions
+    by its padding and the shared prefix starts every row at 0, which only rotary attention does not see; here the
+    two would differ by tenths of a nat, so the shared prefix does not run."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+    from trl.trainer.utils import add_fused_lm_head
+
+    from playprm.train.fused_head import score_labelled_positions_only
+    from playprm.transformers_runtime import attention_only, rotary_positions
+
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=256, n_positions=128, n_embd=32, n_layer=2, n_head=2,
+                                       resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0))
+    add_fused_lm_head(model, outputs=("log_probs", "entropy"))
+    score_labelled_positions_only()
+    model.eval()
+    ids, mask, keep = trl_batch()
+    assert attention_only(model) and not rotary_positions(model)
+    assert not shared_prefix.exact_on(model)
+    assert shared_prefix.shared_prefix_logps(model, ids, mask, keep) is None
+    # what the check prevents: the shared prefix forced onto learned positions gives other log-probabilities
+    forced, _ = shared_prefix.shared_prefix_logps(model, ids, mask, keep, exact=True)
+    theirs, _ = trl_logps(model, ids, mask, keep)
+    completion_mask = mask[:, -keep:].float()
+    assert ((forced - theirs) * completion_mask).abs().max() > 0.05
+
+
+def test_every_pass_of_a_step_takes_the_path_of_the_update(tiny_models):
+    """The trainer decides on the trained model as it trains, for its update and its no-grad passes alike: a
+    reference model without dropout, or the policy while TRL has turned its activation checkpointing off, still
+    takes TRL's path when the update does, so the ratio and the KL compare one position scheme."""
+    import contextlib
+
+    paths = []
+
+    class TRLPath:
+        def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep,
+                                               compute_entropy=False, **kwargs):
+            paths.append("trl")
+            return torch.zeros((input_ids.size(0), logits_to_keep)), None, None
+
+    def trainer(policy, checkpointing: bool):
+        cls = shared_prefix.shared_prefix_trainer(TRLPath)
+        made = cls.__new__(cls)
+        made.model, made.args = policy, SimpleNamespace(activation_checkpointing=checkpointing)
+        made.accelerator = SimpleNamespace(unwrap_model=lambda model: model, autocast=contextlib.nullcontext)
+        return made
+
+    ids, mask, keep = trl_batch()
+    reference = lora_model(tiny_models["policy"]).eval()  # TRL's reference model: eval mode, no dropout drawn
+    if not shared_prefix.exact_on(reference):  # Qwen3.5's linear attention: TRL's path for every pass anyway
+        return
+    trainer(lora_model(tiny_models["policy"], dropout=0.1), False)._get_per_token_logps_and_entropies(
+        reference, ids, mask, keep)
+    assert paths == ["trl"]  # the update draws dropout: the reference pass does not share either
+    plain = lora_model(tiny_models["policy"])  # the policy in a no-grad pass, checkpointing turned off by TRL
+    trainer(plain, True)._get_per_token_logps_and_entropies(plain, ids, mask, keep)
+    assert paths == ["trl", "trl"]
+    trainer(plain, False)._get_per_token_logps_and_entropies(reference, ids, mask, keep)
+    assert paths == ["trl", "trl"]  # where the update shares, so does the reference pass
+
+
 def test_rows_are_ordered_by_prompt_only_where_the_step_stays_the_same():
     prompts = torch.tensor([[0, 7, 8], [5, 6, 9], [0, 7, 8], [5, 6, 1]])
     batch = {"prompt_ids": prompts, "prompt_mask": (prompts > 0).long(), "completion_ids": torch.arange(4)[:, None],

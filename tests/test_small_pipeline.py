@@ -319,7 +319,8 @@ def test_the_smol_preset_runs_every_stage_and_writes_results(card_models, tmp_pa
     preset = smol.SmolPreset(base=str(card_models["policy"]), train_instances=3, held_out_instances=1,
                              max_tokens=8, sft_steps=1, sft_batch=2, rollout_instances=1, rollout_samples=2,
                              prm_steps=1, prm_batch=2, baselines=True, wsft=True, dpo_instances=1, dpo_steps=1, grpo=True,
-                             grpo_steps=1, grpo_generations=2, grpo_batch=4)
+                             grpo_steps=1, grpo_generations=2, grpo_batch=4, validation_instances=1,
+                             ood_games=(("taboo", 1),))
     steps = preset.steps(workdir)
     assert "import-gguf" not in [stage for stage, _ in steps]  # a given base folder is used as it is
     assert run_steps(workdir, steps, parser=build_parser(), done="done") == 0
@@ -334,7 +335,14 @@ def test_the_smol_preset_runs_every_stage_and_writes_results(card_models, tmp_pa
     assert all(row["episodes"] == 2 for row in results["rows"])
     assert {"train-sft", "train-prm", "eval sft-prm-bon4"} <= set(results["stage_seconds"])
     assert "SmolLM2-135M-Instruct" in (workdir / "RESULTS.md").read_text()
-    from playprm.pipeline.summary import CHANCE_LABEL  # SFT greedy against the game's chance level, paired
+    # the validation split's rows and the games it never trained on (issue 61), each a section of RESULTS.md
+    assert {r["name"] for r in results["validation"]["rows"]} == {"sft-greedy", "sft-wsft-greedy", "sft-grpo-greedy"}
+    assert {(r["game"], r["policy"]) for r in results["out_of_domain"]} == {
+        ("taboo", "base-greedy"), ("taboo", "sft-greedy"), ("taboo", "sft-grpo-greedy")}
+    text = (workdir / "RESULTS.md").read_text()
+    assert all(title in text for title in ("## Levers and the split that chose them", "## Validation (",
+                                           "## Games it never trained on"))
+    from playprm.report.render import CHANCE_LABEL  # SFT greedy against the game's chance level, paired
 
     (chance,) = [d for d in results["paired"] if d["b"] == CHANCE_LABEL]
     assert chance["a"] == "sft-greedy" and chance["b_score"] == pytest.approx(100 / 3) and chance["episodes"] == 2
@@ -392,7 +400,7 @@ def test_the_smol_preset_with_dpo_trains_the_sft_adapter_further_and_plays_it_gr
     plain = dict(smol.SmolPreset(base=str(tmp_path / "base")).steps(work))
     steps = smol.SmolPreset(base=str(tmp_path / "base"), dpo=True).steps(work)
     added = dict((stage, argv) for stage, argv in steps if stage not in plain)
-    assert list(added) == ["collect dpo", "pref-data", "train-dpo", "eval sft-dpo-greedy"]
+    assert list(added) == ["collect dpo", "pref-data", "train-dpo", "eval sft-dpo-greedy", "validation sft-dpo-greedy"]
     flag = lambda argv, name: argv[argv.index(name) + 1]  # noqa: E731
     assert flag(added["train-dpo"], "--model") == str(work / "sft-policy")  # the LoRA adapter, its own reference
     assert "--full-weights" not in added["train-dpo"]
@@ -437,8 +445,9 @@ def test_the_smol_presets_wsft_and_grpo_rows_train_the_sft_adapter_further(tmp_p
     plain = dict(smol.SmolPreset(base=str(tmp_path / "base")).steps(work))
     steps = smol.SmolPreset(base=str(tmp_path / "base"), wsft=True, grpo=True).steps(work)
     added = dict((stage, argv) for stage, argv in steps if stage not in plain)
-    assert list(added) == ["collect dpo", "sft-data wsft", "train-wsft", "eval sft-wsft-greedy", "train-grpo",
-                           "eval sft-grpo-greedy"]  # DPO's rollouts, without its pairs and training
+    assert list(added) == ["collect dpo", "sft-data wsft", "train-wsft", "eval sft-wsft-greedy",
+                           "validation sft-wsft-greedy", "train-grpo", "eval sft-grpo-greedy",
+                           "validation sft-grpo-greedy", "ood sft-grpo-greedy"]  # DPO's rollouts, without its pairs
     flag = lambda argv, name: argv[argv.index(name) + 1]  # noqa: E731
     assert flag(added["sft-data wsft"], "--results-dir") == flag(added["collect dpo"], "--results-dir")
     for train, play in (("train-wsft", "eval sft-wsft-greedy"), ("train-grpo", "eval sft-grpo-greedy")):
@@ -450,6 +459,17 @@ def test_the_smol_presets_wsft_and_grpo_rows_train_the_sft_adapter_further(tmp_p
     assert flag(grpo, "--self-play") == "true" and flag(grpo, "--num-generations") == "8"
     assert flag(grpo, "--effective-batch-size") == "16" and flag(grpo, "--per-device-train-batch-size") == "4"
     assert {("sft-wsft-greedy", "sft-greedy"), ("sft-grpo-greedy", "sft-greedy")} <= set(smol.PAIRS)
+
+
+def test_the_smol_presets_grpo_samples_at_its_measured_temperature(tmp_path):
+    """The smol preset's GRPO row samples at 1.0 (``SmolPreset.grpo_temperature``, where BENCHMARKS.md's +11.46 and
+    +8.33 over SFT greedy were measured), not train-grpo's default 0.5, and the pipeline passes that value."""
+    from playprm.pipeline import smol
+    from playprm.train.grpo_config import GRPOTrainingConfig
+
+    assert smol.SmolPreset.grpo_temperature == 1.0 != GRPOTrainingConfig.temperature
+    grpo = dict(smol.SmolPreset(base=str(tmp_path / "base"), grpo=True).steps(tmp_path / "w"))["train-grpo"]
+    assert float(grpo[grpo.index("--temperature") + 1]) == smol.SmolPreset.grpo_temperature
 
 
 def test_the_smol_preset_plays_96_held_out_episodes_a_row(tmp_path):

@@ -249,6 +249,76 @@ def test_a_tree_rollout_retries_from_the_same_state_and_counts_what_still_fails(
     assert all(sum(mask) == 0 for mask in kept["env_mask"])
 
 
+def test_a_fork_that_cannot_copy_the_game_fails_its_leaves_under_the_threshold(card_models, tmp_path, monkeypatch,
+                                                                              one_cpu_thread):
+    """--advantage tree on a game whose state cannot be deep-copied: the fork fails (``Episode.fork``'s failed twin)
+    and its leaves are failed leaves under --max-failed-share: one line stops the run by default, otherwise their
+    rows train nothing and each failed leaf is counted once in ``failed_episodes``."""
+
+    from playprm import episode as episode_module
+    from playprm.play.job import load_benchmarks
+    from playprm.train.grpo_rollout import (
+        RolloutError,
+        RolloutSettings,
+        TokenChain,
+        episode_reward,
+        play_trees,
+    )
+
+    tokenizer, policy, entries, first_player = relay_tree_setup(card_models, tmp_path)
+    benchmarks = load_benchmarks(entries)[0]
+
+    def no_copy(*args, **kwargs):
+        raise TypeError("cannot pickle '_thread.lock' object")
+
+    def tree(name, share):
+        return play_trees([first_player] * 4, policy, TokenChain(tokenizer, {}),
+                          RolloutSettings(1.0, 3, "main-score", max_failed_share=share), tmp_path / name, benchmarks,
+                          seed=0, group_size=4, branch_factor=2)
+
+    monkeypatch.setattr(episode_module, "deepcopy", no_copy)
+    with pytest.raises(RolloutError) as stopped:  # forked in two at the first turn: both copies failed
+        tree("stopped", 0.0)
+    message = str(stopped.value)
+    assert "\n" not in message and "2 of 2 episodes of the rollout failed" in message
+    assert "game relay, player 1" in message and "TypeError at fork: cannot pickle" in message
+    kept = tree("kept", 1.0)
+    assert kept["episode_failed"] == [True] * 4 and kept["episode_reward"] == [None] * 4
+    assert all(sum(mask) == 0 for mask in kept["env_mask"])
+    logged = []
+    episode_reward([], [], kept["episode_reward"], episode_failed=kept["episode_failed"], failures=kept["failures"],
+                   log_metric=lambda name, value: logged.append((name, value)))
+    assert ("failed_episodes", 2.0) in logged  # two failed leaves standing for four rows: leaves, as the threshold
+
+
+def test_a_failed_self_play_episode_is_counted_once(card_models, tmp_path, one_cpu_thread):
+    """--self-play: a failed two-player episode gives two rows that train nothing and counts one failed episode in
+    ``failed_episodes``, the unit --max-failed-share counts."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from playprm.models.base import PolicySpec
+    from playprm.models.hf import HFPolicy
+    from playprm.play.job import load_benchmarks, prepare_games
+    from playprm.train.grpo_rollout import RolloutSettings, TokenChain, episode_reward, play_groups, row_specs
+
+    model_dir = card_models["policy"]
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    policy = FlakyPolicy(HFPolicy(PolicySpec("p", "hf", str(model_dir)),
+                                  model=AutoModelForCausalLM.from_pretrained(model_dir), tokenizer=tokenizer),
+                         {2}, times=2)  # the second call fails twice: the episodes of the first batch of 2 fail
+    entries, instances = prepare_games(["relay"], False, write_relay(tmp_path / "games", instances=1), None)
+    [spec] = row_specs(entries, instances, self_play=True)
+    out = play_groups([spec] * 8, policy, TokenChain(tokenizer, {}),
+                      RolloutSettings(1.0, 3, "main-score", batch_size=2, max_failed_share=0.5),
+                      tmp_path / "rollouts", load_benchmarks(entries)[0], seed=1, group_size=8, players=2)
+    assert out["episode_failed"] == [True] * 4 + [False] * 4  # 2 failed episodes of 4, two rows each
+    assert out["failures"] == [1, 0, 1, 0, 0, 0, 0, 0]
+    logged = []
+    episode_reward([], [], out["episode_reward"], episode_failed=out["episode_failed"], failures=out["failures"],
+                   log_metric=lambda name, value: logged.append((name, value)))
+    assert ("failed_episodes", 2.0) in logged
+
+
 def test_the_rollout_samples_from_the_temperature_alone(card_models, tmp_path, one_cpu_thread):
     """The generation config's top-k (here 1: greedy) is not applied to the rollout's sampling, which TRL's loss
     scores as softmax(logits / temperature); eval's sampling keeps it, as clemcore's generate does."""
@@ -411,19 +481,11 @@ def test_tree_advantage_is_each_replys_subtree_against_its_siblings():
 def test_tree_rollout_forks_at_the_trained_players_turns(card_models, tmp_path, one_cpu_thread):
     """--advantage tree: a group of 4 is one tree forked at the trained player's first two turns; sibling rows
     share their prompt and the tokens before the fork, and only sampled tokens carry an advantage."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from playprm.models.base import PolicySpec
-    from playprm.models.hf import HFPolicy
-    from playprm.play.job import load_benchmarks, prepare_games
-    from playprm.train.grpo_rollout import RolloutSettings, TokenChain, play_trees, row_specs, tree_advantages
+    from playprm.play.job import load_benchmarks
+    from playprm.train.grpo_rollout import RolloutSettings, TokenChain, play_trees, tree_advantages
 
-    model_dir = card_models["policy"]
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    policy = HFPolicy(PolicySpec("p", "hf", str(model_dir)), model=AutoModelForCausalLM.from_pretrained(model_dir),
-                      tokenizer=tokenizer)
-    entries, instances = prepare_games(["relay"], False, write_relay(tmp_path / "games", instances=1), None)
-    first_player = row_specs(entries, instances)[0]
+    tokenizer, policy, entries, first_player = relay_tree_setup(card_models, tmp_path)
     benchmarks, _ = load_benchmarks(entries)
     out = play_trees([first_player] * 4, policy, TokenChain(tokenizer, {}), RolloutSettings(1.0, 4, "main-score"),
                      tmp_path / "rollouts", benchmarks, seed=0, group_size=4, branch_factor=2)
@@ -474,6 +536,35 @@ def test_tree_grpo_trains_from_per_token_advantages(card_models, tmp_path, one_c
     assert any(len(set(row.tolist()) - {0.0}) > 1 for a in loss_advantages for row in a)
     lora_b = [v for k, v in load_file(out / "adapter_model.safetensors").items() if "lora_B" in k]
     assert lora_b and any(v.abs().sum() > 0 for v in lora_b)  # LoRA B starts at 0: the advantages moved it
+
+
+def test_a_step_with_only_zero_advantages_leaves_the_weights_as_they_were(card_models, tmp_path, monkeypatch,
+                                                                          one_cpu_thread, loss_advantages):
+    """After a step that learned (rewards 1, 0 in every group), a step whose every group earned one reward has
+    nothing to learn: AdamW's momentum from the first step must not move the weights."""
+    from safetensors.torch import load_file
+
+    from playprm.train import grpo_rollout
+
+    outcomes = grpo_rollout._outcomes
+    rollouts = []
+
+    def scripted(run_dir, reward):  # the first rollout: 1, 0, 1, 0, ...; the second: every episode 0
+        played = outcomes(run_dir, reward)
+        rollouts.append(played)
+        return {folder: float(len(rollouts) == 1 and i % 2 == 0) for i, folder in enumerate(sorted(played))}
+    monkeypatch.setattr(grpo_rollout, "_outcomes", scripted)
+    out = tmp_path / "run"
+    assert train_grpo_cli(card_models["policy"], write_firstletter(tmp_path / "games", instances=2), out,
+                          "--max-steps", "2", "--save-steps", "1", "--max-tokens", "2", "--num-generations", "2",
+                          "--effective-batch-size", "4", "--per-device-train-batch-size", "4", "--lora-r", "4",
+                          "--lora-alpha", "8", "--learning-rate", "1e-2", "--warmup-steps", "0",
+                          "--lr-scheduler-type", "constant") == 0
+    assert len(rollouts) == 2 and [bool(a.ne(0).any()) for a in loss_advantages] == [True, False]
+    first, second = (load_file(out / f"checkpoint-{step}" / "adapter_model.safetensors") for step in (1, 2))
+    assert any(v.abs().sum() > 0 for k, v in first.items() if "lora_B" in k)  # the first step moved the adapter
+    for key, value in first.items():
+        assert torch.equal(value, second[key]), key
 
 
 def test_shaped_advantages_telescope_to_the_outcome_against_the_prms_value_before_each_reply():
@@ -692,8 +783,12 @@ def test_self_play_grpo_trains_both_players_tokens_and_no_game_text(tiny_models,
 
 def test_trls_warning_for_rows_without_a_reward_is_dropped_and_other_warnings_kept():
     """Rows that train nothing (tree placeholders, failed episodes) have no reward by design: TRL's warning, which
-    dumps the row's inputs, is noise; its other warnings are not."""
+    dumps the row's inputs, is noise; its other warnings are not. TRL logs through accelerate's adapter, which puts
+    "[RANK 0] " before the message: the warning is sent that way here."""
     import logging
+
+    from accelerate import PartialState
+    from accelerate.logging import get_logger
 
     from playprm.train.grpo import NONE_REWARD_WARNING, quiet_expected_none_rewards
 
@@ -709,8 +804,29 @@ def test_trls_warning_for_rows_without_a_reward_is_dropped_and_other_warnings_ke
     recorder = Recorder(logging.WARNING)
     trl_logger.addHandler(recorder)  # TRL's loggers need not reach the root's handlers
     try:
+        PartialState()  # the adapter logs only once accelerate's state exists, as it does in a trainer
+        trl_adapter = get_logger("trl.trainer.grpo_trainer")  # TRL's own: grpo_trainer.logger
+        trl_adapter.warning(f"{NONE_REWARD_WARNING} for the following kwargs:\n{{'episode_reward': None}}")
         trl_logger.warning(f"{NONE_REWARD_WARNING} for the following kwargs:\n{{'episode_reward': None}}")
-        trl_logger.warning("something else")
+        trl_adapter.warning("something else")
     finally:
         trl_logger.removeHandler(recorder)
-    assert seen == ["something else"]
+    assert seen == ["[RANK 0] something else"]
+
+
+def relay_tree_setup(card_models, tmp_path):
+    """The tiny card policy (tokenizer, HFPolicy) and the relay game's entries and first player row, for tree
+    rollouts."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from playprm.models.base import PolicySpec
+    from playprm.models.hf import HFPolicy
+    from playprm.play.job import prepare_games
+    from playprm.train.grpo_rollout import row_specs
+
+    model_dir = card_models["policy"]
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    policy = HFPolicy(PolicySpec("p", "hf", str(model_dir)), model=AutoModelForCausalLM.from_pretrained(model_dir),
+                      tokenizer=tokenizer)
+    entries, instances = prepare_games(["relay"], False, write_relay(tmp_path / "games", instances=1), None)
+    return tokenizer, policy, entries, row_specs(entries, instances)[0]

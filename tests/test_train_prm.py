@@ -253,8 +253,10 @@ def test_bad_prm_input_is_a_one_line_usage_error(problem, extra, expected, card_
     lines[1] = json.dumps(record)
     train.write_text("\n".join(lines) + "\n")
     assert train_prm_cli(card_models, data, tmp_path / "out", *extra) == 2
-    error = capsys.readouterr().err.strip()
+    captured = capsys.readouterr()
+    error = captured.err.strip()
     assert expected in error and "\n" not in error.splitlines()[-1]
+    assert captured.out == ""  # the error is the only line: no CPU-fallback note before it
     assert not (tmp_path / "out").exists()
 
 

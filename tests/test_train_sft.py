@@ -223,7 +223,8 @@ def test_resumed_run_ends_with_the_weights_of_an_uninterrupted_run(card_models, 
 @pytest.mark.parametrize("problem, expected", [
     ("missing", "train.jsonl does not exist"),
     ("empty", "validation.jsonl is empty"),
-    ("malformed", "train.jsonl:2: not valid JSON"),
+    ("malformed", "train.jsonl:2: not valid JSON (expecting property name enclosed in double quotes at line 2 "
+                  "column 2)"),
     ("ends_with_user", "train.jsonl:1: 'messages' must end with an assistant message"),
     ("bad_role", "train.jsonl:1: messages[0] needs a 'role'"),
 ])
@@ -247,8 +248,10 @@ def test_bad_datasets_are_one_line_usage_errors(problem, expected, card_models, 
         record["messages"][0]["role"] = "gm"
         train.write_text(json.dumps(record) + "\n")
     assert train_sft_cli(card_models, data, tmp_path / "out") == 2
-    error = capsys.readouterr().err.strip()
+    captured = capsys.readouterr()
+    error = captured.err.strip()
     assert error.startswith("playprm train-sft: error: ") and expected in error and "\n" not in error
+    assert captured.out == ""  # the error is the only line: no CPU-fallback note before it
     assert not (tmp_path / "out").exists()
 
 

@@ -5,6 +5,7 @@ playprm writes goes through ``save_atomic``."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -13,12 +14,37 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from playprm.errors import UsageError
+
 
 def new_file_mode() -> int:
     """The permission bits a newly created file gets under the current umask (0o644 under umask 022)."""
     umask = os.umask(0)  # the only portable way to read it: set, then restore at once
     os.umask(umask)
     return 0o666 & ~umask
+
+
+def check_output_path(path: str | Path, flag: str, *, file: bool = False) -> Path:
+    """``path`` as a command's output (a folder; with ``file``, a file), checked with the command's other inputs:
+    a one-line ``UsageError`` where it, or a folder above it, is a file (a folder, for ``file``), or where the
+    nearest folder of it that exists cannot be written. Nothing stays written: ``os.access`` says yes to root in
+    a read-only tree such as /proc, so an empty folder is made there and removed at once."""
+    path = Path(path)
+    if path.exists() and path.is_dir() == file:
+        raise UsageError(f"{flag} {path} is a {'folder' if file else 'file'}, choose another "
+                         f"{'file name' if file else 'folder'}")
+    existing = path.parent if file else path
+    while not existing.exists() and not existing.is_symlink() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        what = "a broken link" if existing.is_symlink() and not existing.exists() else "a file"
+        raise UsageError(f"{flag} {path}: {existing} is {what}, choose another folder")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".playprm-write-check-", dir=existing))
+    except OSError as error:  # /proc answers "no such file" to a new folder
+        why = "it takes no new folders" if error.errno == errno.ENOENT else error.strerror or str(error)
+        raise UsageError(f"{flag} {path}: cannot write into {existing} ({why}), choose a writable folder") from None
+    return path
 
 
 def save_atomic(target: str | Path, save: Callable[[Path], object]) -> Path:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import warnings
 from pathlib import Path
 
 from playprm.commands import build_parser
@@ -62,6 +63,32 @@ def _move_clembench_log(run_folder: Path | None, created: bool) -> None:
         root.addHandler(_RunLog(run_folder))
 
 
+class _DropNotice(logging.Filter):
+    """Drops the records whose message starts with ``start``; every other record passes."""
+
+    def __init__(self, start: str):
+        super().__init__()
+        self.start = start
+
+    def filter(self, record):
+        return not record.getMessage().startswith(self.start)
+
+
+DEEPSPEED_CPU_NOTICE = "Setting accelerator to CPU"
+
+
+def quiet_library_notices() -> None:
+    """Silence, by source and message, two notices every stage printed that a user can do nothing about: DeepSpeed's
+    "Setting accelerator to CPU ..." when it is imported on a machine without CUDA (the trainers say what they do
+    on CPU in their own line), and transformers' FutureWarning that ``is_gradient_checkpointing`` is deprecated,
+    which TRL and PEFT read, not playprm. Needs none of these libraries imported; idempotent."""
+    warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning,
+                            module=r"transformers\.modeling_utils")
+    deepspeed = logging.getLogger("DeepSpeed")  # deepspeed.utils.logging's logger, the one its notice goes to
+    if not any(isinstance(f, _DropNotice) and f.start == DEEPSPEED_CPU_NOTICE for f in deepspeed.filters):
+        deepspeed.addFilter(_DropNotice(DEEPSPEED_CPU_NOTICE))
+
+
 def configure_logging(verbose: bool, run_folder: Path | None = None) -> None:
     """Warnings (every record with -v) to stderr with API keys masked, and clemcore's ``clembench.log`` in
     ``run_folder`` (the run a command plays; None: no log file)."""
@@ -71,6 +98,7 @@ def configure_logging(verbose: bool, run_folder: Path | None = None) -> None:
 
     _move_clembench_log(run_folder, created=not imported and not log_existed)
     install_log_redaction()
+    quiet_library_notices()
     root = logging.getLogger()
     console = next((h for h in root.handlers if isinstance(h, _Console)), None)
     if console is None:  # main() may run more than once in a process (tests): one console handler

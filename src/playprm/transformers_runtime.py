@@ -200,12 +200,30 @@ def _keeps_logits(forward_owner: type) -> bool:
     return "logits_to_keep" in inspect.signature(forward_owner.forward).parameters
 
 
+def layers_config(model):
+    """The config that describes ``model``'s layers: its own (a transformers model, PEFT-wrapped or not) or, for
+    the PRM (``prm.model.ProcessRewardModel``, which has none), its backbone's; a multimodal config's text part."""
+    config = getattr(model, "config", None)
+    if config is None:
+        config = getattr(getattr(model, "backbone", None), "config", None)
+    text = getattr(config, "get_text_config", None)
+    return text() if callable(text) else config
+
+
 def attention_only(model) -> bool:
-    """Every layer of ``model`` is full attention by its config's ``layer_types`` (keys and values a row can
-    continue after any padding): not Qwen3.5's linear attention, not a sliding window. True where the config does
-    not list its layers (their caches say it later)."""
-    types = getattr(getattr(model, "config", None), "layer_types", None)
+    """Every layer of ``model`` is full attention by its config's ``layer_types`` (``layers_config``: the PRM's
+    backbone's): keys and values a row can continue after any padding; not Qwen3.5's linear attention, not a
+    sliding window. True where the config does not list its layers (their caches say it later)."""
+    types = getattr(layers_config(model), "layer_types", None)
     return not types or all(kind == "full_attention" for kind in types)
+
+
+def rotary_positions(model) -> bool:
+    """``model`` places tokens by rotary position embeddings (a ``*RotaryEmbedding`` module: Qwen3, Qwen3.5,
+    SmolLM2), so attention sees only the distance between tokens and a row's positions may start anywhere. False for
+    learned absolute positions (GPT-2's ``wpe``) and anything else: there a row whose positions start elsewhere is
+    another input."""
+    return any(type(module).__name__.endswith("RotaryEmbedding") for module in model.modules())
 
 
 def last_logits_kwargs(model) -> dict:

@@ -6,6 +6,7 @@ import os
 import sys
 from pathlib import Path
 
+from playprm.atomic import check_output_path
 from playprm.errors import UsageError
 
 
@@ -29,14 +30,13 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    if args.out.exists() and not args.out.is_file():
-        raise UsageError(f"--out {args.out} exists and is not a file; give a markdown file path")
+    check_output_path(args.out, "--out", file=True)
     if not args.out.parent.exists() and str(args.out.parent) not in ("", "."):
         raise UsageError(f"--out {args.out}: folder {args.out.parent} does not exist; create it first")
-    if args.work is not None and args.work.exists() and not args.work.is_dir():
-        raise UsageError(f"--work {args.work} exists and is not a directory")
-    if args.json is not None and args.json.exists() and not args.json.is_file():
-        raise UsageError(f"--json {args.json} exists and is not a file")
+    if args.work is not None:
+        check_output_path(args.work, "--work")
+    if args.json is not None:
+        check_output_path(args.json, "--json", file=True)
     # libgomp threads spin while they wait for each other; on cores shared with other busy processes that
     # spinning costs several-fold (see figure 0), so the suite waits passively unless told otherwise. It must be
     # set before torch loads its OpenMP runtime.

@@ -27,7 +27,7 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from playprm.atomic import write_json, write_text
+    from playprm.atomic import check_output_path, write_json, write_text
     from playprm.train.card_evaluation import read_report, render_evaluation
     from playprm.train.model_card import (
         CARD_FILE,
@@ -42,6 +42,7 @@ def run(args) -> int:
     model_dir = args.model_dir
     if not model_dir.is_dir():
         raise UsageError(f"--model-dir {model_dir} is not a folder; give the --output-dir of train-sft or train-prm")
+    check_output_path(model_dir, "--model-dir")
     if args.base_model_id is not None and not is_hub_id(args.base_model_id):
         raise UsageError(f"--base-model-id {args.base_model_id} is not a hub id (owner/name)")
     rows = [row for report in args.report or [] for row in read_report(report)]

@@ -25,8 +25,10 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    from playprm.atomic import check_output_path
     from playprm.games.splits import write_split
 
+    check_output_path(args.out, "--out")
     summary = write_split(args.out, seed=args.seed, per_experiment=args.per_experiment, games=args.games,
                           exclude=args.exclude, vocabulary=args.vocabulary)
     for game, row in summary["games"].items():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from playprm.atomic import check_output_path
 from playprm.errors import UsageError
 
 
@@ -23,7 +24,7 @@ def register(subparsers) -> None:
                         help="train the tokenizer on these chat files (records with 'messages', e.g. sft-data's "
                              "train.jsonl) instead of English words: lines of the games' prompts and grid rows "
                              "become single tokens (a model trained from scratch on those texts)")
-    parser.add_argument("--tokenizer-pieces", metavar="REGEX|wordle",
+    parser.add_argument("--tokenizer-pieces", metavar="REGEX|wordle|mastermind",
                         help="with --tokenizer-data: pieces of text the tokenizer keeps apart from their neighbours "
                              "(a regular expression, or 'wordle': each word and each letter's feedback, such as "
                              "' r=yellow', its own piece), so that no token spans one and its context")
@@ -33,8 +34,7 @@ def register(subparsers) -> None:
 def run(args) -> int:
     if (args.layers is not None and args.layers < 1) or args.hidden < 8 or args.heads < 1 or args.hidden % args.heads:
         raise UsageError("--layers and --heads must be >= 1 and --hidden a multiple of --heads (>= 8)")
-    if args.out.exists() and not args.out.is_dir():
-        raise UsageError(f"--out {args.out} exists and is not a directory; choose another path")
+    check_output_path(args.out, "--out")
     corpus = read_corpus(args.tokenizer_data) if args.tokenizer_data else None
     pieces = tokenizer_pieces(args.tokenizer_pieces, corpus)
     from playprm.models.tiny import TinySize
@@ -56,10 +56,10 @@ def tokenizer_pieces(value: str | None, corpus: list[str] | None) -> str | None:
         return None
     if corpus is None:
         raise UsageError("--tokenizer-pieces needs --tokenizer-data: it splits the texts the tokenizer is trained on")
-    if value == "wordle":
-        from playprm.games.builtin.wordle.rules import TOKEN_PIECES
+    if value in ("wordle", "mastermind"):  # the game's own pieces (rules.TOKEN_PIECES of its folder)
+        import importlib
 
-        return TOKEN_PIECES
+        return importlib.import_module(f"playprm.games.builtin.{value}.rules").TOKEN_PIECES
     from tokenizers import Regex
 
     try:

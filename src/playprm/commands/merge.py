@@ -21,8 +21,10 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    from playprm.atomic import check_output_path
     from playprm.results.merge import merge_shards
 
+    check_output_path(args.out, "--out")
     summary = merge_shards(args.results_dir, args.out)
     print(summary.line(args.out))
     return 0

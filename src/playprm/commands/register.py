@@ -36,6 +36,7 @@ def add_model_entry(directory: Path, name: str, model_path: Path, backend: str =
 def run(args) -> int:
     if not args.dir.is_dir():
         raise UsageError(f"--dir {args.dir} is not a directory")
+    atomic.check_output_path(args.dir, "--dir")
     if bool(args.model_name) != bool(args.model_path):
         raise UsageError("--model-name and --model-path go together")
     if args.model_path and gguf.is_gguf_path(args.model_path):

@@ -54,7 +54,7 @@ def score_records(scorer, records: list[dict], chunk: int = 64) -> list[float]:
 
 
 def run(args) -> int:
-    from playprm.atomic import write_json
+    from playprm.atomic import check_output_path, write_json
     from playprm.errors import UsageError
     from playprm.prm.model import read_prm_config
     from playprm.prm.scorer import PRMScorer
@@ -62,6 +62,8 @@ def run(args) -> int:
     from playprm.train.prm_metrics import paired_sibling_difference, sibling_metrics, sibling_pairs
     from playprm.transformers_runtime import choose_cpu_threads, model_parameters
 
+    if args.out:
+        check_output_path(args.out, "--out")
     for path in args.prm_path:
         read_prm_config(path)  # a one-line error before any model loads
     records = [record for name in SPLIT_FILES[args.split]

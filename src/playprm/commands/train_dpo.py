@@ -28,7 +28,7 @@ def run(args) -> int:
     from playprm.train.recipe import prepare_run
     from playprm.transformers_runtime import choose_cpu_threads
 
-    config, start, data_dir = prepare_run(args, DPOTrainingConfig, "train-dpo", resolve=resolve_start_policy)
+    config, start, data_dir = prepare_run(args, DPOTrainingConfig, resolve=resolve_start_policy)
     choose_cpu_threads(start.base.model_id)  # once per run, by the base's size, before it loads
     metrics = train_dpo(config, start, data_dir, resume=args.resume)
     if config.process_index == 0:

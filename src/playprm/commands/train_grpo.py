@@ -85,7 +85,7 @@ def run(args) -> int:
     explicit = {"game": args.game, "games_dir": str(args.games_dir) if args.games_dir else None,
                 "limit": args.limit, **{flag[2:].replace("-", "_"): getattr(args, flag[2:].replace("-", "_"))
                                         for flag, _, _ in OPTIONS}}
-    config, start, _ = prepare_run(args, GRPOTrainingConfig, "train-grpo", explicit, resolve=resolve_start_policy,
+    config, start, _ = prepare_run(args, GRPOTrainingConfig, explicit, resolve=resolve_start_policy,
                                    needed=("model",))
     choose_cpu_threads(start.base.model_id)  # once per run, by the base's size, before it loads
     try:

@@ -30,7 +30,7 @@ def run(args) -> int:
     from playprm.train.recipe import prepare_run
     from playprm.transformers_runtime import choose_cpu_threads
 
-    config, base, data_dir = prepare_run(args, PRMTrainingConfig, "train-prm", {"loss": args.loss})
+    config, base, data_dir = prepare_run(args, PRMTrainingConfig, {"loss": args.loss})
     choose_cpu_threads(base.model_id)  # once per run, by the base's size, before it loads
     metrics = train_prm(config, base, data_dir, resume=args.resume)
     if config.process_index == 0:

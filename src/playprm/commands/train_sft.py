@@ -31,7 +31,7 @@ def run(args) -> int:
     from playprm.train.sft_config import SFTTrainingConfig
     from playprm.transformers_runtime import choose_cpu_threads
 
-    config, start, data_dir = prepare_run(args, SFTTrainingConfig, "train-sft", resolve=resolve_start_policy)
+    config, start, data_dir = prepare_run(args, SFTTrainingConfig, resolve=resolve_start_policy)
     choose_cpu_threads(start.base.model_id)  # once per run, by the base's size, before it loads
     metrics = train_sft(config, start, data_dir, resume=args.resume)
     if config.process_index == 0:

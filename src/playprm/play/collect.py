@@ -86,6 +86,7 @@ def run_collect(policy_model: str, games: list[str], game_all: bool, games_dir: 
     from playprm.transformers_runtime import choose_cpu_threads
 
     settings.validate()
+    atomic.check_output_path(results_dir, "--results-dir")
     if limit is not None and limit < 1:
         raise UsageError(f"--limit {limit} must be at least 1")
     if not games and not game_all:

@@ -10,6 +10,7 @@ import re
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 
+from playprm.atomic import check_output_path
 from playprm.errors import UsageError
 from playprm.play.players import SCORERS
 from playprm.search.base import AGGREGATES, SearchSettings
@@ -147,8 +148,7 @@ class EvalConfig:
             raise UsageError(f"--batch-size {self.batch_size} must be at least 1")
         if not self.games and not self.game_all:
             raise UsageError("say which games to play: --game NAME (repeatable) or --game-all")
-        if self.results_dir.exists() and not self.results_dir.is_dir():
-            raise UsageError(f"--results-dir {self.results_dir} exists and is not a directory")
+        check_output_path(self.results_dir, "--results-dir")
         if self.prm_path is not None:
             from playprm.prm.model import read_prm_config
 

@@ -76,6 +76,10 @@ def episode_player(mode: str, policy, scorer, settings: SearchSettings, is_guide
 
 def run_eval(cfg: EvalConfig, *, policy=None, scorer=None, progress: bool = True):
     """Validate everything, then load models and play; returns (run_dir, RunSummary)."""
+    cfg.validate()  # the flags first: a wrong one is one line before clemcore's games and torch load (seconds)
+    if progress and cfg.guide_games == "auto":  # the gate's decision, before the run's minutes are spent on it
+        for game, reason in (cfg.gate_reasons or {}).items():
+            print(f"--guide-games auto: {game} {reason}", flush=True)
     from playprm.models.registry import resolve_policy
     from playprm.models.vllm_policy import check_installed
     from playprm.play import runner
@@ -83,10 +87,6 @@ def run_eval(cfg: EvalConfig, *, policy=None, scorer=None, progress: bool = True
     from playprm.play.players import check_scripted_games, load_policy, load_scorer
     from playprm.transformers_runtime import choose_cpu_threads
 
-    cfg.validate()
-    if progress and cfg.guide_games == "auto":  # the gate's decision, before the run's minutes are spent on it
-        for game, reason in (cfg.gate_reasons or {}).items():
-            print(f"--guide-games auto: {game} {reason}", flush=True)
     entries, instances = prepare_games(cfg.games, cfg.game_all, cfg.games_dir, cfg.limit, experiment=cfg.experiment,
                                        instances_file=cfg.instances)
     spec = policy.spec if policy is not None else resolve_policy(cfg.policy_model)

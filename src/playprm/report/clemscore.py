@@ -15,6 +15,8 @@ through ``clemcore.clemeval.save_clem_table``, so ``-, clemscore``, every ``<gam
   never scored, as clemcore leaves them out) and ``unreadable`` (a scores.json without countable scores, left
   out) per game and in total. With ``errored_as_aborted`` they are
   scored as aborted episodes instead (Aborted 1, no Main Score), so ``% Played`` counts them.
+- ``env_lookahead``: the run's search saw the game's answers to actions it did not play (``playprm_run.json``);
+  reports keep such rows apart from honest decoding.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from playprm.errors import UsageError
 from playprm.report.bootstrap import bootstrap_intervals
 from playprm.report.episodes import EpisodeScores, load_episode_scores, per_episode
 from playprm.report.game_kinds import classify_games
+from playprm.results.layout import RUN_METADATA_FILE
+from playprm.results.run_record import RunRecord
 
 CLEMSCORE = "-, clemscore"  # clemcore's: every game read, static tasks included
 INTERACTIVE = "-, clemscore (interactive)"  # Playpen's clemscore: the interactive games only
@@ -44,6 +48,7 @@ CI_HIGH = " CI high"
 EPISODES = "episodes"
 ERRORED = "errored"
 UNREADABLE = "unreadable"  # a scores.json with no countable scores: left out, as clemcore cannot count it
+ENV_LOOKAHEAD = "env_lookahead"  # the run's search saw game answers to actions it did not play (not honest)
 
 
 def clemcore_table(frame: pd.DataFrame) -> pd.DataFrame:
@@ -134,6 +139,7 @@ def table_from_episodes(
         extras[f"{game}, {EPISODES}"] = [int(counts.get((m, game), 0)) for m in table.index]
         extras[f"{game}, {ERRORED}"] = [episodes.errored.get((m, game), 0) for m in table.index]
         extras[f"{game}, {UNREADABLE}"] = [unreadable.get((m, game), 0) for m in table.index]
+    extras[ENV_LOOKAHEAD] = [env_lookahead(episodes.model_dirs.get(m, [])) for m in table.index]
     extra_frame = pd.DataFrame(extras, index=table.index)
     bounds = [column for column in extra_frame.columns if column.endswith((CI_LOW, CI_HIGH))]
     extra_frame[bounds] = extra_frame[bounds].round(2)  # clemcore's precision
@@ -143,6 +149,15 @@ def table_from_episodes(
     result.attrs["summary"] = (episodes.summary_lines() + kinds.notes
                                + _unscored_errored_lines(episodes, table.index))
     return result
+
+
+def env_lookahead(model_dirs: list[Path]) -> bool:
+    """Whether a model's run (its folders, one per shard) is an environment-lookahead search, as the first
+    ``playprm_run.json`` among them records; False for runs playprm did not play."""
+    for model_dir in model_dirs:
+        if (model_dir / RUN_METADATA_FILE).is_file():
+            return RunRecord.read(model_dir / RUN_METADATA_FILE).env_lookahead
+    return False
 
 
 def _bound(per_game: dict, game: str, bound: str) -> float:

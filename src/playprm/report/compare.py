@@ -32,10 +32,11 @@ from playprm.report.clemscore import (
     table_from_episodes,
 )
 from playprm.report.episodes import EpisodeScores, load_episode_scores, validate_results_dirs
-from playprm.report.render import number, score_columns, scored
+from playprm.report.render import HONEST_TITLE, LOOKAHEAD_TITLE, number, score_columns, scored
 from playprm.results import read_json
 from playprm.results.layout import COST_FILE, RUN_METADATA_FILE
 from playprm.results.run_record import MODE_FIELDS, RunRecord
+from playprm.search.modes import MODES
 from playprm.tables import markdown_table, text_table
 
 # cost.json field -> comparison column
@@ -48,11 +49,6 @@ HONEST = "honest"
 LOOKAHEAD = "env-lookahead"
 UNKNOWN = "unknown"
 UNKNOWN_MODE = "unknown (not played by playprm)"
-LOOKAHEAD_TITLE = (
-    "Environment-lookahead runs (the search saw game answers to actions it did not play; "
-    "not comparable to benchmark numbers)"
-)
-HONEST_TITLE = "Honest decoding modes"
 UNKNOWN_TITLE = "Runs not played by playprm (no playprm_run.json: decoding mode unknown)"
 
 
@@ -118,8 +114,10 @@ def _run_rows(results_dir: Path, episodes: EpisodeScores, table: pd.DataFrame) -
         row[EPISODES] = int(table.at[model, f"-, {EPISODES}"]) if scored else 0
         row[ERRORED] = sum(n for (m, _), n in episodes.errored.items() if m == model)
         row[UNREADABLE] = sum(n for (m, _), n in episodes.unreadable_counts().items() if m == model)
+        unread = MODES[record.mode].unread_settings if record and record.mode in MODES else ()
         for key, value in (record.to_json() if record else {}).items():
-            if key not in MODE_FIELDS and isinstance(value, (str, int, float, bool)):
+            # a setting the run's mode never reads (a greedy run's beam width) stays blank
+            if key not in MODE_FIELDS and key not in unread and isinstance(value, (str, int, float, bool)):
                 row[f"run {key}"] = value
         row["static games"] = ", ".join(table.attrs["static_games"])
         gate = record.settings.get("gate") if record else None  # per-game gating: which games the run guided and why

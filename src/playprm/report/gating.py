@@ -31,7 +31,7 @@ PAIRED_FILE = "paired.json"
 # since best-of-4 lost on every validation comparison there; 5 is the most conservative finite τ tried: half a
 # validation split's noise passes τ 0 in about 12 % of decisions and τ 5 in 2 % (docs/inference.md)
 MIN_VALIDATION_POINTS = 5.0
-# train-prm's metrics file (playprm.train.run_dir.METRICS_FILE), named here: importing train/ from report/ would close
+# train-prm's metrics file (playprm.train.run_record.METRICS_FILE), named here: importing train/ from report/ would close
 # a cycle (train/ reads reports back), which tests/test_where_things_live.py forbids
 PRM_METRICS_FILE = "metrics.json"
 MIN_DELTA_OVER_SIGMA = 1.0

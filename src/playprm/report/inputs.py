@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from playprm import atomic
 from playprm.errors import UsageError
 from playprm.results.layout import ERROR_FILE, walk_results
 
@@ -143,8 +144,6 @@ def check_output_folder(out: Path | None, folders: list[Path], *, compare: bool 
     (clemcore's ``clem eval`` writes one; ``replaces`` names the files checked, each a key of
     ``WRITTEN_BY_PLAYPRM``)."""
     out = DEFAULT_REPORTS / default_name(folders, compare) if out is None else out
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} exists and is not a folder; choose another path")
     for folder in folders:
         if _inside(out, folder):
             raise UsageError(f"--out {out} is inside the input folder {folder}; playprm never writes into a folder it "
@@ -153,12 +152,7 @@ def check_output_folder(out: Path | None, folders: list[Path], *, compare: bool 
         if (out / name).is_file() and not _written_by_playprm(out / name):
             raise UsageError(f"--out {out} holds a {name} that playprm did not write (clemcore writes one); pass --out "
                              "to another folder")
-    existing = out
-    while not existing.exists():
-        existing = existing.parent
-    if not os.access(existing, os.W_OK):
-        raise UsageError(f"cannot write into {out} (no permission); pass --out to a writable folder")
-    return out
+    return atomic.check_output_path(out, "--out")
 
 
 def _written_by_playprm(path: Path) -> bool:

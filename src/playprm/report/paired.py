@@ -8,12 +8,13 @@ Two decoding modes evaluated on the same instances are not independent samples: 
 one is usually easy for the other. The paired bootstrap resamples *instances* (within each game, as the
 unpaired intervals do), applies the same draw to both runs and recomputes clemscore(A) - clemscore(B) per
 replicate; the interval is the 2.5th-97.5th percentile. Only instances both runs played enter (matched by game,
-experiment and episode folder); how many is reported beside the difference. A run that played no episode to
-the end counts clemscore 0 here (0 % played times any quality), where clemcore leaves it blank.
+experiment and episode folder); how many is reported beside the difference. A run that played none of them to
+the end has no clemscore (clemcore leaves it blank): its difference is blank ("no clemscore"), never paired as 0.
 """
 
 from __future__ import annotations
 
+import math
 import zlib
 from dataclasses import dataclass, replace
 
@@ -79,6 +80,9 @@ def paired_difference(a: pd.DataFrame, b: pd.DataFrame, *, names: tuple[str, str
         point_quality.append(_nanmean(quality, axis=0))
         replicate_played.append(_nanmean(played[draws], axis=1))  # (replicates, 2)
         replicate_quality.append(_nanmean(quality[draws], axis=1))
+    if (_nanmean(np.stack(point_played, axis=-1), axis=-1) == 0).any():  # a run without a clemscore: no difference
+        nan = float("nan")
+        return PairedDifference(*names, nan, nan, nan, len(shared))
     point = _clemscore(np.stack(point_played, axis=-1), np.stack(point_quality, axis=-1))  # (2,)
     replicates = _clemscore(np.stack(replicate_played, axis=-1), np.stack(replicate_quality, axis=-1))
     interval = _percentiles(replicates[:, 0] - replicates[:, 1], level)
@@ -178,9 +182,18 @@ def render_paired(differences: list[PairedDifference]) -> str:
     from playprm.report.render import number
     from playprm.tables import markdown_table
 
-    rows = [[d.a, d.b, d.score, number(d.value_a), number(d.value_b),
-             number(d.difference) if d.episodes else "no shared instance",
-             f"[{number(d.low)}, {number(d.high)}]" if d.episodes else "", str(d.episodes),
-             ("yes" if d.excludes_zero else "no") if d.episodes else ""] for d in differences]
+    rows = []
+    for d in differences:
+        blank = not d.episodes or math.isnan(d.difference)
+        rows.append([d.a, d.b, d.score, number(d.value_a), number(d.value_b),
+                     "no shared instance" if not d.episodes else _no_clemscore(d) if blank else number(d.difference),
+                     "" if blank else f"[{number(d.low)}, {number(d.high)}]", str(d.episodes),
+                     "" if blank else "yes" if d.excludes_zero else "no"])
     return markdown_table(["A", "B", "score", "A (whole run)", "B (whole run)", "A - B (shared instances)",
                            "paired 95% CI", "shared episodes", "CI excludes 0"], rows)
+
+
+def _no_clemscore(d: PairedDifference) -> str:
+    # which run has no clemscore: the one that played no shared instance to the end
+    blank = [name for name, value in ((d.a, d.value_a), (d.b, d.value_b)) if math.isnan(value)]
+    return f"no clemscore ({' and '.join(blank)}: no episode played to the end)" if blank else "no clemscore"

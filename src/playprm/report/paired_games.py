@@ -90,9 +90,11 @@ def per_game_differences(a: pd.DataFrame, b: pd.DataFrame, *, n_resamples: int =
         point_played, point_quality = played[:, 1].copy(), quality[:, 1].copy()
         point_played[index], point_quality[index] = played[index, 0], quality[index, 0]
         point = float(_clemscore(point_played, point_quality) - base)
+        points_ci = _pair(_percentiles(points, level))
+        if not played[:, 0].any() and not played[:, 1].any():  # neither run has a clemscore: no points, never 0
+            point, points_ci = float("nan"), (float("nan"), float("nan"))
         differences.append(GameDifference(
-            game=str(game), episodes=len(game_rows), points=point,
-            points_ci=_pair(_percentiles(points, level)),
+            game=str(game), episodes=len(game_rows), points=point, points_ci=points_ci,
             played_a=float(played[index, 0]), played_b=float(played[index, 1]),
             played=float(played[index, 0] - played[index, 1]),
             played_ci=_pair(_percentiles(replicate_played[:, 0] - replicate_played[:, 1], level)),
@@ -127,8 +129,10 @@ def render_game_differences(a: str, b: str, differences: list[GameDifference],
     sums = []
     for kind, games in (("clemscore", [d for d in differences if d.game not in static]),
                         ("statscore", [d for d in differences if d.game in static])):
+        points = [d.points for d in games if not np.isnan(d.points)]
         if games:
-            sums.append(f"{kind} points add up to {number(sum(d.points for d in games if not np.isnan(d.points)))}")
+            sums.append(f"{kind} points add up to {number(sum(points))}" if points
+                        else f"{kind} points are blank (neither run has a {kind}: no episode played to the end)")
     which = ("Points: what each game alone moves its score by (an interactive game: Playpen's clemscore over the "
              "interactive games; a static task: statscore). " if static else
              "Points: what each game alone moves clemscore by. ")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from playprm.atomic import save_atomic
-from playprm.report.clemscore import CI_HIGH, CI_LOW, CLEMSCORE, INTERACTIVE, STATSCORE
+from playprm.report.clemscore import CI_HIGH, CI_LOW, CLEMSCORE, ENV_LOOKAHEAD, INTERACTIVE, STATSCORE
 
 
 def _pyplot():
@@ -18,6 +18,13 @@ def _pyplot():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def save_png(figure, path: Path) -> Path:
+    """Write ``figure`` to ``path`` as PNG (atomically), its canvas grown to hold every title, label and legend
+    (``bbox_inches="tight"``: text placed outside the axes is never cut at an edge)."""
+    save_atomic(path, lambda temporary: figure.savefig(temporary, format="png", dpi=120, bbox_inches="tight"))
+    return path
 
 
 def _error_bars(points: pd.Series, lows: pd.Series, highs: pd.Series) -> list[list[float]]:
@@ -44,6 +51,9 @@ def plot_clemscore(table: pd.DataFrame, path: Path) -> Path:
     plt = _pyplot()
     scores = plotted_scores(bool(table.attrs.get("static_games")))
     scored = table[table[CLEMSCORE].notna()]
+    lookahead = (scored[ENV_LOOKAHEAD].fillna(False).astype(bool) if ENV_LOOKAHEAD in scored.columns
+                 else pd.Series(False, index=scored.index))
+    scored, lookahead = scored.loc[lookahead.sort_values(kind="stable").index], lookahead.sort_values(kind="stable")
     width = 0.8 / len(scores)
     # horizontal bars: model-pair names are long and stay readable on the y axis
     figure, axes = plt.subplots(figsize=(9.0, max(2.8, (0.35 * len(scores) + 0.3) * len(scored) + 1.8)))
@@ -58,7 +68,9 @@ def plot_clemscore(table: pd.DataFrame, path: Path) -> Path:
             if not math.isnan(point):
                 axes.annotate(f"{point:.2f}", (point if math.isnan(high) else max(point, high), row), xytext=(4, 0),
                               textcoords="offset points", va="center", fontsize=8)
-    axes.set_yticks(range(len(scored)), list(scored.index), fontsize=8)
+    # environment-lookahead runs last and named so (as the tables keep them apart)
+    axes.set_yticks(range(len(scored)), [f"{model} (env lookahead, not honest)" if flag else str(model)
+                                         for model, flag in lookahead.items()], fontsize=8)
     axes.invert_yaxis()  # first model on top, as in the table
     axes.set_xlabel("score (0-100)")
     axes.set_xlim(0, 100)
@@ -67,7 +79,7 @@ def plot_clemscore(table: pd.DataFrame, path: Path) -> Path:
                    "Playpen's clemscore and statscore, and clemcore's all-games clemscore (95% bootstrap CI)",
                    fontsize=10)
     figure.tight_layout()
-    save_atomic(path, lambda temporary: figure.savefig(temporary, format="png", dpi=120))
+    save_png(figure, path)
     plt.close(figure)
     return path
 
@@ -107,19 +119,32 @@ def plot_compute(comparison: pd.DataFrame, path: Path, cost_column: str = "gener
         )
         for name, x, y in zip(runs.index, runs[cost_column], points, strict=True):
             axes.annotate(short[name], (x, y), textcoords="offset points", xytext=(5, 5), fontsize=7)
+    name = score_label.split(" (")[0]
     if not len(placed):
         why = ("no run has cost.json files" if comparison[cost_column].isna().all()
-               else "no run has a clemscore (no episode was played to the end)")
+               else f"no run has a {name} (no episode of its games was played to the end)")
         axes.text(0.5, 0.5, why, ha="center", va="center", transform=axes.transAxes)
     else:
         axes.legend(fontsize=8)
+    left_out = left_out_runs(comparison, score, cost_column)
+    if left_out:  # a run the plot cannot place is named, never dropped in silence
+        figure.text(0.01, -0.02, "left out: " + "; ".join(f"{short[label]} ({why})" for label, why in left_out),
+                    fontsize=7, va="top", wrap=True)
     axes.set_xlabel(f"mean {cost_column}")
     axes.set_ylabel(score_label)
-    axes.set_title(f"{score_label.split(' (')[0]} against compute (95% bootstrap CI)", fontsize=10)
+    axes.set_title(f"{name} against compute (95% bootstrap CI)", fontsize=10)
     figure.tight_layout()
-    save_atomic(path, lambda temporary: figure.savefig(temporary, format="png", dpi=120))
+    save_png(figure, path)
     plt.close(figure)
     return path
+
+
+def left_out_runs(comparison: pd.DataFrame, score: str, cost_column: str = "generated tokens / episode"
+                  ) -> list[tuple[str, str]]:
+    """``(run, why)`` for each run of a comparison that ``plot_compute`` cannot place: no score (no episode of
+    its games played to the end) or no cost.json."""
+    return [(label, "no clemscore: no episode played to the end" if pd.isna(row[score]) else "no cost.json")
+            for label, row in comparison.iterrows() if pd.isna(row[score]) or pd.isna(row[cost_column])]
 
 
 GAINED, LOST, UNSURE = "#55A868", "#C44E52", "#8C8C8C"
@@ -172,6 +197,6 @@ def plot_game_differences(a: str, b: str, differences: list, path: Path, *, stat
     figure.suptitle(f"A = {a}  vs  B = {b}: paired differences on shared instances (95% bootstrap CI)\n{points_of}",
                     fontsize=9)
     figure.tight_layout(rect=(0, 0.05, 1, 1))
-    save_atomic(path, lambda temporary: figure.savefig(temporary, format="png", dpi=120))
+    save_png(figure, path)
     plt.close(figure)
     return path

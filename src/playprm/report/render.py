@@ -12,6 +12,7 @@ from playprm.report.clemscore import (
     CI_HIGH,
     CI_LOW,
     CLEMSCORE,
+    ENV_LOOKAHEAD,
     EPISODES,
     ERRORED,
     INTERACTIVE,
@@ -26,6 +27,13 @@ from playprm.tables import markdown_table, text_table
 METHOD_NOTE = (
     "95% CI: stratified percentile bootstrap — episodes resampled with replacement within each game "
     "(seeded), per-game means and the clemscore / statscore macro-averages recomputed per resample."
+)
+
+
+HONEST_TITLE = "Honest decoding modes"
+LOOKAHEAD_TITLE = (
+    "Environment-lookahead runs (the search saw game answers to actions it did not play; "
+    "not comparable to benchmark numbers)"
 )
 
 
@@ -74,13 +82,25 @@ def scored(table: pd.DataFrame, row, column: str) -> str:
     return with_interval(cell(column), cell(column + CI_LOW), cell(column + CI_HIGH))
 
 
-def overview_rows(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
-    """Headers and rows of the per-model overview: clemscore and statscore with CIs, averages, counts."""
+def lookahead_sections(table: pd.DataFrame) -> list[tuple[str, list[str]]]:
+    """``(title, models)`` of the table's rows kept apart: honest decoding, then environment-lookahead runs
+    (``env_lookahead``); one untitled section where no run looked ahead."""
+    flags = table[ENV_LOOKAHEAD].fillna(False).astype(bool) if ENV_LOOKAHEAD in table.columns else {}
+    lookahead = [model for model in table.index if model in flags and flags[model]]
+    if not lookahead:
+        return [("", list(table.index))]
+    honest = [model for model in table.index if model not in lookahead]
+    return [(title, models) for title, models in ((HONEST_TITLE, honest), (LOOKAHEAD_TITLE, lookahead)) if models]
+
+
+def overview_rows(table: pd.DataFrame, models: list[str] | None = None) -> tuple[list[str], list[list[str]]]:
+    """Headers and rows of the per-model overview (``models``, default all): clemscore and statscore with CIs,
+    averages, counts."""
     columns = score_columns(mixes_kinds(table))
     headers = ["model", *[f"{header} [95% CI]" for header, _ in columns], "% played", "quality", "episodes",
                "errored", "unreadable"]
     rows = []
-    for model in table.index:
+    for model in table.index if models is None else models:
         rows.append([
             model,
             *[scored(table, model, column) for _, column in columns],
@@ -93,12 +113,12 @@ def overview_rows(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     return headers, rows
 
 
-def game_rows(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
-    """Headers and rows of the per-(model, game) breakdown with CIs."""
+def game_rows(table: pd.DataFrame, models: list[str] | None = None) -> tuple[list[str], list[list[str]]]:
+    """Headers and rows of the per-(model, game) breakdown with CIs (``models``, default all)."""
     headers = ["model", "game", "% played [95% CI]", "quality [95% CI]", "episodes", "errored", "unreadable"]
     rows = []
     static = set(table.attrs.get("static_games") or [])
-    for model in table.index:
+    for model in table.index if models is None else models:
         for game in game_names(table):
             episodes = int(_cell(table, model, f"{game}, {EPISODES}"))
             errored = int(_cell(table, model, f"{game}, {ERRORED}"))
@@ -115,18 +135,23 @@ def game_rows(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
 
 
 def render_table(table: pd.DataFrame) -> str:
-    """The clemscore table as plain text for the terminal: overview, then per game, then notes."""
-    parts = [text_table(*overview_rows(table)), "", text_table(*game_rows(table))]
-    parts += ["", *_notes(table)]
+    """The clemscore table as plain text for the terminal: overview, then per game (environment-lookahead runs
+    apart in each), then notes."""
+    parts = []
+    for rows in (overview_rows, game_rows):
+        for title, models in lookahead_sections(table):
+            parts += [*([title] if title else []), text_table(*rows(table, models)), ""]
+    parts += _notes(table)
     return "\n".join(parts).rstrip() + "\n"
 
 
 def results_markdown(table: pd.DataFrame) -> str:
-    """The clemscore table as a Markdown document (results.md)."""
-    parts = [
-        "# Scores", "", markdown_table(*overview_rows(table)), "",
-        "## Per game", "", markdown_table(*game_rows(table)), "",
-    ]
+    """The clemscore table as a Markdown document (results.md), environment-lookahead runs apart."""
+    parts = ["# Scores", ""]
+    for heading, level, rows in (("", "##", overview_rows), ("## Per game", "###", game_rows)):
+        parts += [heading, ""] if heading else []
+        for title, models in lookahead_sections(table):
+            parts += [*([f"{level} {title}", ""] if title else []), markdown_table(*rows(table, models)), ""]
     parts += [f"- {note}" for note in _notes(table)]
     return "\n".join(parts).rstrip() + "\n"
 
@@ -142,3 +167,21 @@ def _notes(table: pd.DataFrame) -> list[str]:
     notes.append(METHOD_NOTE)
     notes += table.attrs.get("summary", [])
     return notes
+
+
+CHANCE_LABEL = "chance (a random guess)"  # the row a policy is paired against a game's chance level as
+
+
+def run_name(label: str) -> str:
+    """The run's folder name of a comparison row label (``"sft-greedy/..."`` -> ``"sft-greedy"``)."""
+    return str(label).split("/", 1)[0]
+
+
+def finite_number(value) -> float | None:
+    """``value`` as a float rounded to 4 places for results.json, or None where it is missing or not a number."""
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(value) else round(value, 4)
+

@@ -34,6 +34,12 @@ class DecodingMode:
         """Whether ``--aggregate`` (turn scores combined along a trajectory) changes its result."""
         return self.per_episode
 
+    @property
+    def unread_settings(self) -> tuple[str, ...]:
+        """The run settings (``playprm_run.json`` keys) this mode never reads, so reports leave them blank."""
+        return ((() if self.beam else ("beam_width", "num_beam_iterations"))
+                + (() if self.reads_aggregate else ("aggregate",)))
+
     def strategy(self):
         """The strategy module (imported now)."""
         return importlib.import_module(f"playprm.search.{self.module}")

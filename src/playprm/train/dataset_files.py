@@ -31,7 +31,7 @@ def read_jsonl(path: Path, check: Callable[[dict], str | None], *, producer: str
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as error:
-                raise UsageError(f"{path}:{number}: not valid JSON ({error.msg}, column {error.colno}); "
+                raise UsageError(f"{path}:{number}: not valid JSON ({json_problem(error, number)}); "
                                  f"every line must be one JSON object, as `playprm {producer}` writes") from None
             problem = "not a JSON object" if not isinstance(record, dict) else check(record)
             if problem:
@@ -41,6 +41,13 @@ def read_jsonl(path: Path, check: Callable[[dict], str | None], *, producer: str
         raise UsageError(f"{path} is empty; it needs at least one record (re-run `playprm {producer}` with more "
                          "episodes)")
     return records
+
+
+def json_problem(error: json.JSONDecodeError, line: int) -> str:
+    """What the decoder says and where, as a sentence: "invalid control character at line 2 column 9" (``msg`` is
+    "Invalid control character at" or "Expecting value"; ``line`` is the file's, the decoder saw one line)."""
+    what = error.msg.removesuffix(" at")
+    return f"{what[:1].lower()}{what[1:]} at line {line} column {error.colno}"
 
 
 def check_data_dir(data_dir: Path, producer: str) -> None:

@@ -26,7 +26,9 @@ from playprm.train.dataset_files import messages_problem, read_splits, reply_pro
 from playprm.train.run_dir import (
     check_batch_fits,
     checkpoint_to_resume,
+    print_logs_as_numbers,
     run_summary,
+    save_policy_run,
     training_callbacks,
 )
 
@@ -115,12 +117,14 @@ def train_dpo(config, start: StartPolicy, data_dir: Path, *, resume: bool = Fals
     from transformers import AutoModelForCausalLM
 
     from playprm.train.base_model import check_start_policy, import_gguf_base, load_start_policy
-    from playprm.train.sft import full_weight_trainer, load_tokenizer, save_policy_run
+    from playprm.train.qlora import announce_cpu_fallback
+    from playprm.train.sft import full_weight_trainer, load_tokenizer
 
     check_start_policy(start, config)
     output_dir = Path(config.output_dir)
     splits = read_preference_splits(Path(data_dir))
     checkpoint = checkpoint_to_resume(output_dir, resume)
+    announce_cpu_fallback(config, "train-dpo", announce)
     base = import_gguf_base(start.base, config, announce)
     tokenizer = load_tokenizer(base)
     template_kwargs = base.template_kwargs(config.chat_template_kwargs)
@@ -143,6 +147,7 @@ def train_dpo(config, start: StartPolicy, data_dir: Path, *, resume: bool = Fals
         peft_config=peft_config,
         callbacks=training_callbacks(config, callbacks),
     )
+    print_logs_as_numbers(trainer)
     result = trainer.train(resume_from_checkpoint=checkpoint)
     evaluation = final_evaluation(trainer)
     metrics = {

@@ -13,11 +13,18 @@ weight is trained. The run's last rollout stays in ``<output-dir>/rollouts`` for
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from playprm.errors import UsageError
 from playprm.train.base_model import StartPolicy, check_start_policy, load_start_policy
-from playprm.train.run_dir import checkpoint_to_resume, run_summary, training_callbacks
+from playprm.train.run_dir import (
+    checkpoint_to_resume,
+    print_logs_as_numbers,
+    run_summary,
+    save_policy_run,
+    training_callbacks,
+)
 
 ROLLOUTS_FOLDER = "rollouts"  # the last rollout's episodes, clemcore's layout (replaced at every rollout)
 
@@ -134,6 +141,7 @@ def rollout_function(config, rows, entries, tokenizer, template_kwargs, base, an
 
 
 NONE_REWARD_WARNING = "All reward functions returned None"
+RANK_PREFIX = re.compile(r"\[RANK \d+\] ")  # accelerate's logger adapter, which TRL logs through, puts it first
 
 
 def quiet_expected_none_rewards() -> None:
@@ -148,7 +156,7 @@ def quiet_expected_none_rewards() -> None:
             playprm_none_rewards = True
 
             def filter(self, record):
-                return not record.getMessage().startswith(NONE_REWARD_WARNING)
+                return not RANK_PREFIX.sub("", record.getMessage(), count=1).startswith(NONE_REWARD_WARNING)
 
         trl_logger.addFilter(ExpectedNoneRewards())
 
@@ -174,6 +182,43 @@ def token_advantage_trainer(trainer_class):
     return TokenAdvantageTrainer
 
 
+def zero_advantage_steps_skipped(trainer_class):
+    """``trainer_class`` (TRL's ``GRPOTrainer`` or a subclass) whose optimizer skips a step in which every row's
+    advantage is 0 and the loss has no other term (no KL to a reference, ``beta`` 0; no entropy bonus; no MoE
+    load-balancing loss): such a step has nothing to learn and a zero gradient, yet AdamW would move the weights by
+    its momentum (and weight decay). The step still counts (``global_step`` and the scheduler advance); the weights
+    and the optimizer's state stay as they were."""
+
+    class ZeroAdvantageSkippingTrainer(trainer_class):
+        _step_learns = False  # whether a micro-batch of the optimizer step under way has something to learn
+
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            advantages = inputs.get("advantages")
+            other_terms = (self.beta != 0.0 or bool(getattr(self.args, "entropy_coef", 0.0))
+                           or getattr(self.args, "use_adaptive_entropy", False)
+                           or getattr(self, "aux_loss_enabled", False))
+            self._step_learns = (self._step_learns or other_terms or advantages is None
+                                 or bool(advantages.detach().ne(0).any()))
+            return super().compute_loss(model, inputs, return_outputs=return_outputs,
+                                        num_items_in_batch=num_items_in_batch)
+
+        def create_optimizer(self, model=None):
+            import types
+
+            optimizer = super().create_optimizer(model)
+            step, trainer = optimizer.step, self
+
+            def step_if_anything_to_learn(optimizer, *args, **kwargs):
+                learns, trainer._step_learns = trainer._step_learns, False
+                return step(*args, **kwargs) if learns else None
+
+            # a bound method, as torch's LR schedulers expect to find (they wrap ``step.__func__``)
+            optimizer.step = types.MethodType(step_if_anything_to_learn, optimizer)
+            return optimizer
+
+    return ZeroAdvantageSkippingTrainer
+
+
 def train_grpo(config, start: StartPolicy, *, resume: bool = False, callbacks=(), announce=print) -> dict:
     """GRPO of the ``start`` policy on the games of ``config`` (a ``GRPOTrainingConfig``); returns the metrics
     written to ``config.output_dir`` beside the adapter or model, ``model_registry.json`` and the model card.
@@ -187,13 +232,15 @@ def train_grpo(config, start: StartPolicy, *, resume: bool = False, callbacks=()
     from playprm.train.base_model import import_gguf_base
     from playprm.train.fused_head import score_labelled_positions_only
     from playprm.train.grpo_rollout import episode_reward
-    from playprm.train.sft import full_weight_trainer, load_tokenizer, save_policy_run
+    from playprm.train.qlora import announce_cpu_fallback
+    from playprm.train.sft import full_weight_trainer, load_tokenizer
     from playprm.train.shared_prefix import shared_prefix_trainer
 
     check_start_policy(start, config)
     output_dir = Path(config.output_dir)
     entries, rows = select_rows(config)
     checkpoint = checkpoint_to_resume(output_dir, resume)
+    announce_cpu_fallback(config, "train-grpo", announce)
     base = import_gguf_base(start.base, config, announce)
     tokenizer = load_tokenizer(base)
     check_prm(config.prm_path, tokenizer)
@@ -209,7 +256,7 @@ def train_grpo(config, start: StartPolicy, *, resume: bool = False, callbacks=()
     quiet_expected_none_rewards()
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is experimental in TRL 1.16: pinned <2
     per_token = config.advantage == "tree" or config.prm_path is not None or config.self_play
-    trainer_class = token_advantage_trainer(GRPOTrainer) if per_token else GRPOTrainer
+    trainer_class = zero_advantage_steps_skipped(token_advantage_trainer(GRPOTrainer) if per_token else GRPOTrainer)
     if config.shared_prefix:
         trainer_class = shared_prefix_trainer(trainer_class)
     trainer = (full_weight_trainer(trainer_class) if config.full_weights else trainer_class)(
@@ -222,6 +269,7 @@ def train_grpo(config, start: StartPolicy, *, resume: bool = False, callbacks=()
         callbacks=training_callbacks(config, callbacks),
         rollout_func=rollout_function(config, rows, entries, tokenizer, template_kwargs, base, announce),
     )
+    print_logs_as_numbers(trainer)
     result = trainer.train(resume_from_checkpoint=checkpoint)
     history = [entry for entry in trainer.state.log_history if "reward" in entry]
     metrics = {

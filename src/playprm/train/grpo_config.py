@@ -54,7 +54,8 @@ class GRPOTrainingConfig(ModelCardArguments, GRPOConfig):
         activation_checkpointing: on with CUDA, off on CPU (it only costs time at the sizes a CPU trains).
         shared_prefix: the update runs the prompt prefix a micro-batch's rows share once and each row's rest on
             top of it (``train.shared_prefix``: the same values and gradients as TRL's path, which runs every row in
-            full; attention-only models, without dropout), rows ordered by prompt so that micro-batches share more.
+            full; attention-only models with rotary positions, without dropout), rows ordered by prompt so that
+            micro-batches share more.
             false: TRL's path.
         disable_dropout: true (TRL's default is false): the rollout samples with the model in eval mode, without
             dropout, so the loss scores the distribution the replies came from; and the update runs the rows'

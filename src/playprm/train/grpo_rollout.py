@@ -22,10 +22,11 @@ raised through the runner, never retried).
 A generation call that raises is retried once by the runner (``runner.with_retries``) from the state before the
 turn: ``turn_player`` writes nothing into an episode until its call returns, and the retry samples with the same
 seed, so a recovered rollout's rows are those of an undisturbed one. Episodes that fail anyway (the retry failed
-too, or the game master raised) are failed episodes: they get no reward (no reward is read for them), their rows
-train nothing, each step logs their count (``failed_episodes`` in ``trainer_state.json``), and a rollout with more
-than ``--max-failed-share`` of its episodes failed (default 0: any) stops the run with one line naming the first
-failed episode's game, player and cause.
+too, the game master raised, or under ``--advantage tree`` the game could not be forked) are failed episodes:
+they get no reward (no reward is read for them), their rows train nothing, each step logs their count
+(``failed_episodes`` in ``trainer_state.json``: episodes, or a tree's leaves, each once), and a rollout with more
+than ``--max-failed-share`` of its episodes (leaves) failed (default 0: any) stops the run with one line naming the
+first failed episode's game, player and cause.
 
 A reply cut at ``max_tokens`` has no end-of-turn token: the template's closing becomes game text (``env_mask`` 0)
 and the reply is trained as sampled (its reward is what the cut reply earned). TRL's
@@ -297,14 +298,17 @@ class RolloutRows:
         self.filler = filler
         self.out = {"prompt_ids": [], "completion_ids": [], "env_mask": [], "logprobs": None, "episode_reward": [],
                     "trained_share": [], "cut_replies": [], "token_advantages": [], "episode_failed": [],
-                    "episode": []}
+                    "failures": [], "episode": []}
 
     def add(self, row: PlayerRow | None, reward: float | None, token_advantages: list[float] | None = None, *,
-            failed: bool = False, folder: Path | None = None) -> None:
+            failed: bool = False, failures: int | None = None, folder: Path | None = None) -> None:
         """A row (None, or a row without a turn: a placeholder that trains nothing and has no reward; ``failed``:
-        the row of a failed episode, a placeholder too); ``folder``: its episode's folder, where it has one."""
+        the row of a failed episode, a placeholder too); ``failures``: the failed episodes (tree: leaves) this row
+        counts in ``failed_episodes``, each on one row only, in ``--max-failed-share``'s unit (default: 1 for a
+        failed row); ``folder``: its episode's folder, where it has one."""
         out = self.out
         out["episode_failed"].append(failed)
+        out["failures"].append(int(failed) if failures is None else failures)
         out["episode"].append(str(folder) if folder is not None else "")
         if failed:
             row = None
@@ -367,8 +371,8 @@ def play_groups(specs: list[RowSpec], policy, chain: TokenChain, settings: Rollo
             names = episode.tags["players"] if episode is not None else []
             for p in range(players):
                 row = episode.tags["rows"].get(names[p]) if episode is not None and p < len(names) else None
-                rows.add(row, None if isinstance(outcome, Failure) else outcome,
-                         failed=isinstance(outcome, Failure), folder=task.episode_dir)
+                rows.add(row, None if isinstance(outcome, Failure) else outcome, failed=isinstance(outcome, Failure),
+                         failures=int(isinstance(outcome, Failure) and p == 0), folder=task.episode_dir)
         rows.out["token_advantages"] = self_play_advantages(rows.out, group_size, players, scale_rewards)
         return rows.out
     played = [None if isinstance(outcome, Failure) else episodes.get(task.episode_dir)
@@ -441,6 +445,9 @@ def play_trees(specs: list[RowSpec], policy, chain: TokenChain, settings: Rollou
             if episode.pending.player == tags["trained"] and tags["budget"] > 1:
                 width = min(branch_factor, tags["budget"])
                 copies = [episode] + [episode.fork() for _ in range(width - 1)]
+                for copy in copies[1:]:  # a fork that failed is a twin without tags: a failed leaf of this group
+                    copy.tags.setdefault("spec", tags["spec"])
+                    copy.tags.setdefault("group", tags["group"])
                 shares = [tags["budget"] // width + (i < tags["budget"] % width) for i in range(width)]
                 for branch, (copy, share) in enumerate(zip(copies, shares)):
                     copy.tags.update(budget=share, branch=branch)
@@ -469,10 +476,11 @@ def play_trees(specs: list[RowSpec], policy, chain: TokenChain, settings: Rollou
             for (start, end, _), advantage in zip(leaf.tags["turns"], turn_advantages):
                 tokens[start:end] = [advantage] * (end - start)
             rows.add(row, value, tokens, folder=leaf.task.episode_dir)
-        # a failed leaf stands for the rows of its budget (the leaves it would have grown into)
-        broken = sum(leaf.tags.get("budget", 1) for leaf in members if isinstance(outcome[id(leaf)], Failure))
+        # a failed leaf stands for the rows of its budget (the leaves it would have grown into), counted once
+        failed_leaves = [leaf for leaf in members if isinstance(outcome[id(leaf)], Failure)]
+        broken = sum(leaf.tags.get("budget", 1) for leaf in failed_leaves)
         for k in range(group_size - len(played)):  # a failed leaf, one that ended with budget left, or no turn
-            rows.add(None, None, failed=k < broken)
+            rows.add(None, None, failed=k < broken, failures=int(k < len(failed_leaves)))
     return rows.out
 
 
@@ -583,13 +591,15 @@ class Shaping:
         return out
 
 
-def episode_reward(prompts, completions, episode_reward, trained_share=None, episode_failed=None, log_metric=None,
-                   **kwargs):
+def episode_reward(prompts, completions, episode_reward, trained_share=None, episode_failed=None, failures=None,
+                   log_metric=None, **kwargs):
     """TRL reward function: the rollout's ``episode_reward`` of each row (never scored from text; None for a row
-    that trains nothing); logs the mean share of trained tokens per row and the rows of failed episodes
-    (``failed_episodes``)."""
+    that trains nothing); logs the mean share of trained tokens per row and the failed episodes (``failed_episodes``:
+    the rows' ``failures``, each failed episode or tree leaf once, as ``--max-failed-share`` counts them; without
+    them, the rows of failed episodes)."""
     if log_metric is not None and trained_share:
         log_metric("trained_token_share", sum(trained_share) / len(trained_share))
-    if log_metric is not None and episode_failed is not None:
-        log_metric("failed_episodes", float(sum(episode_failed)))
+    counted = failures if failures is not None else episode_failed
+    if log_metric is not None and counted is not None:
+        log_metric("failed_episodes", float(sum(counted)))
     return list(episode_reward)

@@ -19,8 +19,7 @@ from pathlib import Path
 from playprm.atomic import write_text
 from playprm.data.card import markdown_table
 from playprm.models.registry import REGISTRY_FILE
-from playprm.train.run_dir import METRICS_FILE
-from playprm.train.run_record import CONFIG_FILE, RUN_INFO_FILE, TRAINER_STATE_FILE
+from playprm.train.run_record import CONFIG_FILE, METRICS_FILE, RUN_INFO_FILE, TRAINER_STATE_FILE
 
 CARD_FILE = "README.md"
 CARD_SETTINGS_FILE = "card.json"  # what `playprm card` adds: evaluation rows, companion, license, base model id

@@ -30,12 +30,13 @@ from playprm import chat
 from playprm.data.records import instance_of
 from playprm.train.dataset_files import pair_record_problem, prm_record_problem, read_jsonl, read_splits
 from playprm.train.run_dir import (
-    METRICS_FILE,
     check_batch_fits,
     checkpoint_to_resume,
+    print_logs_as_numbers,
     run_summary,
     training_callbacks,
 )
+from playprm.train.run_record import METRICS_FILE
 
 logger = logging.getLogger(__name__)
 
@@ -343,6 +344,7 @@ def train_prm(config, base, data_dir: Path, *, resume: bool = False, callbacks=(
     from playprm.prm import switch_margin
     from playprm.train.base_model import import_gguf_base, shards_parameters
     from playprm.train.prm_metrics import calibration_bins, plot_calibration, prm_metrics, sibling_metrics
+    from playprm.train.qlora import announce_cpu_fallback
     from playprm.train.sft import load_tokenizer
 
     output_dir = Path(config.output_dir)
@@ -352,6 +354,7 @@ def train_prm(config, base, data_dir: Path, *, resume: bool = False, callbacks=(
     config.loss = resolve_loss(config.loss, Path(data_dir))  # recorded as resolved (metrics.json, card, config)
     data = read_prm_dataset(Path(data_dir), config.loss)
     checkpoint = checkpoint_to_resume(output_dir, resume)
+    announce_cpu_fallback(config, "train-prm", announce)
     base = import_gguf_base(base, config, announce)
     tokenizer = load_tokenizer(base)
     template_kwargs = base.template_kwargs(config.chat_template_kwargs)
@@ -390,6 +393,7 @@ def train_prm(config, base, data_dir: Path, *, resume: bool = False, callbacks=(
         loss=config.loss,
         bt_weight=config.bt_weight,
     )
+    print_logs_as_numbers(trainer)
     result = trainer.train(resume_from_checkpoint=checkpoint)
     prediction = trainer.predict(validation_items, metric_key_prefix="validation")
     probabilities, labels, margins = scored_items(prediction)

@@ -2,7 +2,8 @@
 adapter (r=16, alpha=32, dropout 0.05) on every linear projection, and the paged 8-bit AdamW optimizer.
 
 Without CUDA the same run happens unquantized in float32 with ``adamw_torch`` (bitsandbytes is CUDA-only); the
-commands announce that in one line (``cpu_fallback_note``). Both trainers share the fields and the loader here.
+trainers announce that in one line once their inputs are checked (``announce_cpu_fallback``). Both trainers
+share the fields and the loader here.
 """
 
 import math
@@ -170,6 +171,14 @@ def cpu_fallback_note(config, command: str) -> str | None:
     dtype = "bfloat16" if config.bf16 else "float32"
     return (f"playprm {command}: no CUDA device: training unquantized in {dtype} with {optim} "
             f"(the CUDA run uses 4-bit NF4 weights, bf16 and {CUDA_OPTIM})")
+
+
+def announce_cpu_fallback(config, command: str, announce=print) -> None:
+    """``cpu_fallback_note``, from the main process, once a trainer has checked its inputs (data, resume): a wrong
+    input is then the only line the command prints."""
+    note = cpu_fallback_note(config, command)
+    if note and config.process_index == 0:
+        announce(note)
 
 
 def lora_config(config, task_type: str | None):

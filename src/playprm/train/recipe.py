@@ -26,6 +26,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
+from playprm.atomic import check_output_path
 from playprm.errors import UsageError
 
 # Deprecated transformers names that silently lose against their successors when both are set.
@@ -265,9 +266,10 @@ def add_run_arguments(parser, *, data_help: str | None, recipe_example: str,
     accept_overrides(parser)
 
 
-def prepare_run(args, config_class, command: str, explicit: dict[str, Any] | None = None, resolve=None,
+def prepare_run(args, config_class, explicit: dict[str, Any] | None = None, resolve=None,
                 needed: tuple[str, ...] = RUN_INPUTS):
-    """``(config, base model, data folder)`` of a train command, all checked; prints the CPU-fallback line once.
+    """``(config, base model, data folder)`` of a train command, all checked (the trainer, which reads the data,
+    prints the CPU-fallback line after its own checks: ``qlora.announce_cpu_fallback``).
     ``needed``: the run inputs the command requires (without ``data`` the data folder is None).
 
     Nothing is loaded yet: the config validates the settings (``--require-cuda`` included) and ``--model`` is
@@ -275,16 +277,13 @@ def prepare_run(args, config_class, command: str, explicit: dict[str, Any] | Non
     also takes an adapter).
     """
     from playprm.train.base_model import resolve_base_model
-    from playprm.train.qlora import cpu_fallback_note
 
     settings, inputs = command_settings(args, config_class, {
         "output_dir": str(args.output_dir) if args.output_dir else None,
         "require_cuda": True if args.require_cuda else None,
         **(explicit or {}),
     }, needed)
+    check_output_path(settings["output_dir"], "--output-dir")
     config = build_config(config_class, settings)
     base = (resolve or resolve_base_model)(str(inputs["model"]))
-    note = cpu_fallback_note(config, command)
-    if note and config.process_index == 0:
-        print(note)
     return config, base, Path(inputs["data"]) if inputs["data"] is not None else None

@@ -1,17 +1,20 @@
-"""The output folder of a training run: checkpoints, the final model, metrics.json; and resuming from it."""
+"""The output folder of a training run: checkpoints, the final model, metrics.json; and resuming from it. A policy
+run (SFT, DPO, GRPO) ends in ``save_policy_run``: the model, its ``model_registry.json`` entry, metrics and card."""
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from pathlib import Path
 
 from playprm.errors import UsageError
 from playprm.results import read_json
+from playprm.train.base_model import BaseModel
+from playprm.train.run_record import METRICS_FILE
 
 logger = logging.getLogger(__name__)
 
-METRICS_FILE = "metrics.json"
 CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")  # transformers' PREFIX_CHECKPOINT_DIR-<global step>
 TRAINER_STATE = "trainer_state.json"  # the Trainer writes it last, after weights, optimizer and RNG states
 # what transformers' Trainer._load_from_checkpoint accepts as weights (DeepSpeed / FSDP keep them in subfolders)
@@ -154,3 +157,82 @@ def training_callbacks(config, callbacks=()) -> list:
     if config.early_stopping_patience and str(getattr(config.eval_strategy, "value", config.eval_strategy)) != "no":
         extra.append(EarlyStoppingCallback(early_stopping_patience=config.early_stopping_patience))
     return extra
+
+
+def log_line(logs: dict) -> str:
+    """A Trainer log as one JSON line, numbers as numbers (floats to 4 significant digits), ``total_flos`` left out:
+    ``{"loss": 1.234, "grad_norm": 0.5127, "learning_rate": 0.0002, "epoch": 0.5}``."""
+    return json.dumps({key: float(f"{value:.4g}") if isinstance(value, float) else value
+                       for key, value in logs.items() if key != "total_flos"}, default=str)
+
+
+def print_logs_as_numbers(trainer) -> None:
+    """Swap ``trainer``'s log printer (its progress bar's, or ``PrinterCallback`` without a bar), which prints each
+    log as a dict of strings (``{'loss': '1.234'}``), for the same printer writing ``log_line``."""
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    class NumbersProgress(ProgressCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if state.is_world_process_zero and self.training_bar is not None and logs is not None:
+                self.training_bar.write(log_line(logs))
+
+    class NumbersPrinter(PrinterCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if state.is_local_process_zero and logs is not None:
+                print(log_line(logs))
+
+    for default, numbers in ((ProgressCallback, NumbersProgress), (PrinterCallback, NumbersPrinter)):
+        if any(type(callback) is default for callback in trainer.callback_handler.callbacks):
+            trainer.remove_callback(default)
+            trainer.add_callback(numbers)
+
+
+def registry_entry(model_name: str, base_model_id: str, adapter_dir: Path, *, load_in_4bit: bool,
+                   chat_template_kwargs: dict, eos_to_cull: str, full_weights: bool = False) -> dict:
+    """The clemcore ``model_registry.json`` entry of a trained adapter (``huggingface_local`` backend); of a
+    full-weight run, the saved model itself.
+
+    Written so that clemcore 3.7.2's own ``clem run`` plays it as ``playprm eval`` does: its backend reads
+    ``premade_chat_template`` and ``eos_to_cull`` unconditionally (a missing one is a KeyError on the first
+    reply), builds a bitsandbytes config whenever ``load_in_4bit`` is present, even false (so the key is written
+    only when true; playprm reads its absence as false), and guesses the padding side with a warning unless
+    ``padding_side`` says it. ``eos_to_cull`` is what playprm culls for the model given by path.
+    """
+    config: dict = {"premade_chat_template": True, "eos_to_cull": eos_to_cull, "padding_side": "left"}
+    if load_in_4bit:
+        config["load_in_4bit"] = True
+    config["chat_template_kwargs"] = dict(chat_template_kwargs)
+    if not full_weights:
+        config["peft_model"] = str(Path(adapter_dir).resolve())
+    return {
+        "model_name": model_name,
+        "backend": "huggingface_local",
+        "huggingface_id": str(Path(adapter_dir).resolve()) if full_weights else base_model_id,
+        "model_config": config,
+    }
+
+
+def save_policy_run(trainer, config, base: BaseModel, tokenizer, template_kwargs: dict, metrics: dict, *,
+                    data_dir: Path | None, kind: str, samples_per_game: dict | None = None) -> None:
+    """The end of a policy run (``kind`` "sft", "dpo" or "grpo"): the adapter or model, its ``model_registry.json``
+    entry, ``metrics.json`` and the model card, in ``config.output_dir``. ``data_dir``: the training data (None:
+    none on disk, GRPO plays its own); ``samples_per_game``: the card's per-game counts where no data files say
+    them."""
+    from playprm.atomic import write_json
+    from playprm.models.registry import write_registry_entry
+    from playprm.models.replies import default_eos_to_cull
+    from playprm.train.model_card import write_run_card
+
+    output_dir = Path(config.output_dir)
+    trainer.save_model(str(output_dir))  # every process joins: DeepSpeed gathers the adapter here
+    if config.process_index != 0:
+        return
+    name = config.model_name or output_dir.resolve().name
+    entry = registry_entry(name, base.model_id, output_dir, load_in_4bit=bool(config.load_in_4bit),
+                           chat_template_kwargs=template_kwargs, eos_to_cull=default_eos_to_cull(tokenizer),
+                           full_weights=config.full_weights)
+    write_registry_entry(output_dir, entry)
+    write_json(output_dir / METRICS_FILE, metrics)
+    # last: it replaces the README.md cards that TRL and PEFT's save_model wrote
+    write_run_card(output_dir, kind=kind, trainer=trainer, config=config, base=base, data_dir=data_dir,
+                   chat_template_kwargs=template_kwargs, samples_per_game=samples_per_game)

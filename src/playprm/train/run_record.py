@@ -22,6 +22,7 @@ from pathlib import Path
 from playprm.atomic import write_json
 from playprm.data.sft import SUMMARY_FILE as DATASET_SUMMARY_FILE  # the numbers of sft-data's dataset card
 
+METRICS_FILE = "metrics.json"  # the run's final metrics, written by train-sft / train-prm / train-dpo / train-grpo
 TRAINER_STATE_FILE = "trainer_state.json"
 CONFIG_FILE = "training_config.json"
 RUN_INFO_FILE = "run_info.json"

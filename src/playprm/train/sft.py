@@ -28,10 +28,11 @@ from playprm.errors import UsageError
 from playprm.train.base_model import BaseModel, StartPolicy
 from playprm.train.dataset_files import read_splits, sft_record_problem
 from playprm.train.run_dir import (
-    METRICS_FILE,
     check_batch_fits,
     checkpoint_to_resume,
+    print_logs_as_numbers,
     run_summary,
+    save_policy_run,
     training_callbacks,
 )
 
@@ -150,31 +151,6 @@ def assistant_token_metrics(trainer) -> dict:
     }
 
 
-def registry_entry(model_name: str, base_model_id: str, adapter_dir: Path, *, load_in_4bit: bool,
-                   chat_template_kwargs: dict, eos_to_cull: str, full_weights: bool = False) -> dict:
-    """The clemcore ``model_registry.json`` entry of a trained adapter (``huggingface_local`` backend); of a
-    full-weight run, the saved model itself.
-
-    Written so that clemcore 3.7.2's own ``clem run`` plays it as ``playprm eval`` does: its backend reads
-    ``premade_chat_template`` and ``eos_to_cull`` unconditionally (a missing one is a KeyError on the first
-    reply), builds a bitsandbytes config whenever ``load_in_4bit`` is present, even false (so the key is written
-    only when true; playprm reads its absence as false), and guesses the padding side with a warning unless
-    ``padding_side`` says it. ``eos_to_cull`` is what playprm culls for the model given by path.
-    """
-    config: dict = {"premade_chat_template": True, "eos_to_cull": eos_to_cull, "padding_side": "left"}
-    if load_in_4bit:
-        config["load_in_4bit"] = True
-    config["chat_template_kwargs"] = dict(chat_template_kwargs)
-    if not full_weights:
-        config["peft_model"] = str(Path(adapter_dir).resolve())
-    return {
-        "model_name": model_name,
-        "backend": "huggingface_local",
-        "huggingface_id": str(Path(adapter_dir).resolve()) if full_weights else base_model_id,
-        "model_config": config,
-    }
-
-
 def full_weight_trainer(trainer_class):
     """``trainer_class`` reloading whole-model checkpoints (the best one at the end, the last one on resume) through
     ``from_pretrained``.
@@ -284,7 +260,7 @@ def build_sft_trainer(config, model, tokenizer, train: TokenizedSplit, validatio
 
     score_labelled_positions_only()
     trainer_class = weighted_sft_trainer(SFTTrainer) if train.weighted else SFTTrainer
-    return (full_weight_trainer(trainer_class) if config.full_weights else trainer_class)(
+    trainer = (full_weight_trainer(trainer_class) if config.full_weights else trainer_class)(
         model=model,
         args=config,
         train_dataset=Dataset.from_list(train.sequences),
@@ -293,6 +269,8 @@ def build_sft_trainer(config, model, tokenizer, train: TokenizedSplit, validatio
         peft_config=peft_config,
         callbacks=training_callbacks(config, callbacks),
     )
+    print_logs_as_numbers(trainer)
+    return trainer
 
 
 def train_sft(config, start: StartPolicy, data_dir: Path, *, resume: bool = False, callbacks=(),
@@ -309,6 +287,7 @@ def train_sft(config, start: StartPolicy, data_dir: Path, *, resume: bool = Fals
     from trl.trainer import utils as trl_utils
 
     from playprm.train.base_model import check_start_policy, import_gguf_base, load_start_policy
+    from playprm.train.qlora import announce_cpu_fallback
 
     if not hasattr(trl_utils, "add_fused_lm_head"):  # validation metrics call the fused LM head TRL installs
         raise UsageError("this TRL has no fused LM head (playprm's SFT validation needs it); "
@@ -322,6 +301,7 @@ def train_sft(config, start: StartPolicy, data_dir: Path, *, resume: bool = Fals
         raise UsageError(f"{data_dir} has a '{WEIGHT}' column (sft-data --weights), which scales each example's NLL; "
                          f"{problem} does not keep that loss: drop it")
     checkpoint = checkpoint_to_resume(output_dir, resume)
+    announce_cpu_fallback(config, "train-sft", announce)
     base = import_gguf_base(start.base, config, announce)
     tokenizer = load_tokenizer(base)
     template_kwargs = base.template_kwargs(config.chat_template_kwargs)
@@ -347,30 +327,3 @@ def train_sft(config, start: StartPolicy, data_dir: Path, *, resume: bool = Fals
     }
     save_policy_run(trainer, config, base, tokenizer, template_kwargs, metrics, data_dir=data_dir, kind="sft")
     return metrics
-
-
-def save_policy_run(trainer, config, base: BaseModel, tokenizer, template_kwargs: dict, metrics: dict, *,
-                    data_dir: Path | None, kind: str, samples_per_game: dict | None = None) -> None:
-    """The end of a policy run (``kind`` "sft", "dpo" or "grpo"): the adapter or model, its ``model_registry.json``
-    entry, ``metrics.json`` and the model card, in ``config.output_dir``. ``data_dir``: the training data (None:
-    none on disk, GRPO plays its own); ``samples_per_game``: the card's per-game counts where no data files say
-    them."""
-    from playprm.atomic import write_json
-    from playprm.models.registry import write_registry_entry
-    from playprm.models.replies import default_eos_to_cull
-
-    output_dir = Path(config.output_dir)
-    trainer.save_model(str(output_dir))  # every process joins: DeepSpeed gathers the adapter here
-    if config.process_index != 0:
-        return
-    name = config.model_name or output_dir.resolve().name
-    entry = registry_entry(name, base.model_id, output_dir, load_in_4bit=bool(config.load_in_4bit),
-                           chat_template_kwargs=template_kwargs, eos_to_cull=default_eos_to_cull(tokenizer),
-                           full_weights=config.full_weights)
-    write_registry_entry(output_dir, entry)
-    write_json(output_dir / METRICS_FILE, metrics)
-    from playprm.train.model_card import write_run_card
-
-    # last: it replaces the README.md cards that TRL and PEFT's save_model wrote
-    write_run_card(output_dir, kind=kind, trainer=trainer, config=config, base=base, data_dir=data_dir,
-                   chat_template_kwargs=template_kwargs, samples_per_game=samples_per_game)

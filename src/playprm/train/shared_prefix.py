@@ -12,11 +12,16 @@ left-padded row RoPE positions shifted by its padding, which attention does not 
 operations. tests/test_shared_prefix.py
 checks the values and gradients against TRL's path; benchmarks/grpo_step.py measures it. TRL has no such path.
 
-Three conditions keep it exact, and TRL's own path runs where they fail: every layer is full attention
+Four conditions keep it exact, and TRL's own path runs where they fail: every layer is full attention
 (attention-only models such as SmolLM2 and Qwen3; a linear-attention state, Qwen3.5's, or a sliding window is left
-to TRL), activation checkpointing is off (its layers drop a passed cache; train-grpo turns it on with CUDA), and no
-dropout is active (a prefix run once draws one dropout mask for all its rows; ``--disable-dropout`` is the default
-of train-grpo). ``order_by_prompt`` puts rows with shared prompts into the same micro-batch, in place of TRL's
+to TRL), positions are rotary (each row's positions start at 0 here and after its padding on TRL's path, which
+rotary attention does not see; with learned absolute positions, GPT-2's, they are another input: 0.36 apart in
+log-probability on issue 60's tiny GPT-2), activation checkpointing is off (its layers drop a passed cache;
+train-grpo turns it on with CUDA), and no dropout is active (a prefix run once draws one dropout mask for all its
+rows; ``--disable-dropout`` is the default of train-grpo). The trainer decides them once on the trained model as it
+trains (``exact_on``), so that its update and its no-grad passes (old and reference log-probabilities, where TRL
+turns checkpointing off and a reference model has no dropout) take one path: the ratio and the KL never compare
+two position schemes. ``order_by_prompt`` puts rows with shared prompts into the same micro-batch, in place of TRL's
 shuffle, where the order of the micro-batches of one optimizer step cannot change the step.
 """
 
@@ -25,7 +30,7 @@ from __future__ import annotations
 import torch
 
 from playprm.models.prefix_cache import common_prefix
-from playprm.transformers_runtime import attention_only, cache_kwargs, output_cache
+from playprm.transformers_runtime import attention_only, cache_kwargs, output_cache, rotary_positions
 
 # below this many shared tokens a second forward call costs more than it saves
 MIN_SHARED_TOKENS = 16
@@ -63,10 +68,11 @@ def keeps_step(args, aux_loss: bool = False) -> bool:
             and not aux_loss)
 
 
-def dropout_active(model) -> bool:
+def dropout_active(model, training: bool | None = None) -> bool:
     """Whether a training forward of ``model`` draws dropout: a ``Dropout`` module (LoRA's among them) or the
-    attention's functional dropout (``config.attention_dropout``), which TRL's ``disable_dropout`` leaves alone."""
-    if not model.training:
+    attention's functional dropout (``config.attention_dropout``), which TRL's ``disable_dropout`` leaves alone.
+    ``training``: whether the forward is in training mode (default: ``model``'s mode now)."""
+    if not (model.training if training is None else training):
         return False
     config = getattr(model, "config", None)
     return (getattr(config, "attention_dropout", 0) or 0) > 0 or any(
@@ -78,6 +84,14 @@ def _checkpointing(model) -> bool:
     ``use_cache=False`` there), so the rows could not continue the prefix; and the no-grad passes (old and
     reference log-probabilities) must take the path the training pass takes."""
     return any(getattr(module, "gradient_checkpointing", False) for module in model.modules())
+
+
+def exact_on(model, *, checkpointing: bool = False, training: bool | None = None) -> bool:
+    """Whether the shared prefix gives TRL's values on ``model``: full attention in every layer, rotary positions,
+    no activation checkpointing (on ``model``, or ``checkpointing``: the run's setting, which TRL turns off for its
+    no-grad passes) and no dropout drawn (``training``: in training mode; default: ``model``'s mode now)."""
+    return (not dropout_active(model, training) and not checkpointing and not _checkpointing(model)
+            and attention_only(model) and rotary_positions(model))
 
 
 def _contiguous(attention_mask: torch.Tensor, completion_width: int) -> bool:
@@ -93,13 +107,15 @@ def _key_value_layers(cache) -> bool:
 
 
 def shared_prefix_logps(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, logits_to_keep: int,
-                        autocast=None) -> tuple[torch.Tensor, torch.Tensor | None] | None:
+                        autocast=None, exact: bool | None = None) -> tuple[torch.Tensor, torch.Tensor | None] | None:
     """The per-token log-probabilities and entropies of the last ``logits_to_keep`` columns of ``input_ids`` (TRL's
     layout: left-padded prompts, then right-padded completions), as ``model(..., labels=..., fused_lm_head=True)``
     gives them, with the rows' common prefix run once; zeros where a completion is padding. None where this path
-    does not apply (too short a shared prefix, a cache that is not keys and values, active dropout): the caller
-    runs TRL's. ``autocast``: a callable giving the trainer's autocast context (``accelerator.autocast``)."""
-    if (input_ids.size(0) < 2 or dropout_active(model) or _checkpointing(model) or not attention_only(model)
+    does not apply (too short a shared prefix, a cache that is not keys and values, a model it would not be exact
+    on): the caller runs TRL's. ``autocast``: a callable giving the trainer's autocast context
+    (``accelerator.autocast``); ``exact``: ``exact_on`` as the caller decided it for all passes of a step (default:
+    decided on ``model`` now)."""
+    if (input_ids.size(0) < 2 or not (exact_on(model) if exact is None else exact)
             or not _contiguous(attention_mask, logits_to_keep)):
         return None
     rows = [row[mask.bool()].tolist() for row, mask in zip(input_ids, attention_mask)]
@@ -171,10 +187,14 @@ def shared_prefix_trainer(trainer_class):
                     model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
                     compute_entropy=compute_entropy, compute_aux_loss=compute_aux_loss, **extra)
             batch_size = batch_size or input_ids.size(0)
+            # decided on the trained model as it trains, for this pass whichever it is (update, old, reference)
+            exact = exact_on(self.accelerator.unwrap_model(self.model), training=True,
+                             checkpointing=bool(getattr(self.args, "activation_checkpointing", False)))
             logps, entropies = [], []
             for start in range(0, input_ids.size(0), batch_size):
                 ids, mask = input_ids[start:start + batch_size], attention_mask[start:start + batch_size]
-                part = shared_prefix_logps(model, ids, mask, logits_to_keep, autocast=self.accelerator.autocast)
+                part = shared_prefix_logps(model, ids, mask, logits_to_keep, autocast=self.accelerator.autocast,
+                                           exact=exact)
                 if part is None:
                     part = super()._get_per_token_logps_and_entropies(model, ids, mask, logits_to_keep,
                                                                       compute_entropy=compute_entropy)[:2]

@@ -14,6 +14,9 @@ so ``programmatic:expert`` plays the built-in games by their rules, from the con
   line). Showing the work keeps every step local: a 4-layer model trained from scratch learned to copy a row
   and compare two within a few hundred steps, but not to match a row against three grids in the one token of
   a bare answer (measured while building the small preset: chance after 1,000 steps);
+- mastermind: the consistent code that leaves the fewest possible codes on average (``mastermind_best``), as a
+  bare ``[2 1 4 5]``; its noisy moves are other consistent codes, and as a scorer it ranks a candidate by what the
+  context shows (``mastermind_value``: out of format, a repeat, against the feedback, fitting it, codes left);
 - taboo: the describer gives the target's length and letters (one more per clue), the guesser names the first
   card word that fits.
 
@@ -96,17 +99,6 @@ def referencegame_guesser(context: list[dict]) -> str:
 
 
 @lru_cache(maxsize=65536)
-def wordle_options(history: tuple[tuple[str, str], ...], vocabulary: str = "full") -> tuple[str, ...]:
-    """The allowed words consistent with every (guess, pattern) of ``history``, in list order; filtered one
-    pair at a time from the cached answer for the shorter history (episodes share their first guesses)."""
-    from playprm.games.builtin.wordle import rules
-
-    if not history:
-        return tuple(rules.valid_words(vocabulary))
-    return tuple(rules.consistent_words(history[-1:], wordle_options(history[:-1], vocabulary)))
-
-
-@lru_cache(maxsize=65536)
 def wordle_best(options: tuple[str, ...]) -> str:
     """The word of ``options`` (the possible targets) that leaves the fewest of them on average; the earlier
     (more frequent) word on a tie."""
@@ -145,15 +137,6 @@ def wordle_work(word: str, history: list[tuple[str, str]]) -> str:
     return f"EXPLANATION: {work}\nGUESS: {word}"
 
 
-def wordle_moves(context: list[dict]) -> tuple[str, ...]:
-    """The words a guesser may still play: consistent with all feedback (every allowed word when none is)."""
-    from playprm.games.builtin.scripted import wordle_history, wordle_vocabulary
-    from playprm.games.builtin.wordle import rules
-
-    vocabulary = wordle_vocabulary(context)
-    return wordle_options(tuple(wordle_history(context)), vocabulary) or tuple(rules.valid_words(vocabulary))
-
-
 def wordle_guess(context: list[dict]) -> str:
     """The first allowed word consistent with all feedback so far; with the small list, the consistent word
     that leaves the fewest targets, after its work (``wordle_work``)."""
@@ -163,7 +146,7 @@ def wordle_guess(context: list[dict]) -> str:
 def wordle_replies(context: list[dict], *, best: bool) -> list[str]:
     """The expert's reply (``best``) or the replies of every word that fits (a noisy step's options), worded
     as the expert words them for the game's list."""
-    from playprm.games.builtin.scripted import wordle_history, wordle_vocabulary
+    from playprm.games.builtin.wordle.rules import wordle_history, wordle_moves, wordle_vocabulary
 
     moves = wordle_moves(context)
     if wordle_vocabulary(context) != "small":
@@ -180,18 +163,55 @@ def wordle_value(context: list[dict], reply: str) -> float:
     from clemcore.clemgame import ParseError
 
     from playprm.games.builtin.protocol import clean_word, parse_tagged
-    from playprm.games.builtin.scripted import wordle_vocabulary
     from playprm.games.builtin.wordle import rules
 
     try:  # the game master's own parse of the GUESS line
         word = clean_word(parse_tagged(reply, "GUESS"))
     except ParseError:
         return 0.0
-    if not rules.is_valid_word(word, wordle_vocabulary(context)):
+    if not rules.is_valid_word(word, rules.wordle_vocabulary(context)):
         return 0.0
-    options = wordle_moves(context)
+    options = rules.wordle_moves(context)
     left = rules.expected_left(word, list(options))
     return (2.0 if word in options else 1.0) + 1.0 - left / len(options)
+
+
+MASTERMIND_MARK = "You are playing Mastermind."  # the game's first message (mastermind/resources/initial_prompt)
+
+
+@lru_cache(maxsize=65536)
+def mastermind_best(options: tuple) -> tuple[int, ...]:
+    """The code of ``options`` that leaves the fewest of them on average (the first on a tie)."""
+    from playprm.games.builtin.mastermind.rules import expected_left
+
+    return min(options, key=lambda code: expected_left(code, list(options)))
+
+
+def mastermind_replies(context: list[dict], *, best: bool) -> list[str]:
+    """The expert's reply (``best``: the consistent code that leaves the fewest codes) or every consistent code's
+    reply (a noisy step's options)."""
+    from playprm.games.builtin.mastermind.rules import format_code, mastermind_moves
+
+    moves = mastermind_moves(context)
+    return [format_code(mastermind_best(moves))] if best else [format_code(code) for code in moves]
+
+
+def mastermind_value(context: list[dict], reply: str) -> float:
+    """What the expert knows of a mastermind reply, from the context alone: 0 out of format (the game master's
+    own parse and checks), 0.5 for a repeat of an earlier guess (a lost turn), 1 plus for a code that contradicts
+    the feedback, 2 plus for one consistent with all of it; plus 1 - (codes it is expected to leave) / (codes
+    possible now), so that among equally consistent codes the more informative scores higher. In [0, 3)."""
+    from playprm.games.builtin.mastermind import rules
+    from playprm.games.builtin.protocol import strip_reasoning
+
+    guess = rules.last_guess(strip_reasoning(reply))
+    if rules.invalid_reason(guess) is not None:
+        return 0.0
+    if any(tuple(guess) == g for g, _ in rules.mastermind_history(context)):
+        return 0.5
+    options = rules.mastermind_moves(context)
+    left = rules.expected_left(tuple(guess), list(options))
+    return (2.0 if tuple(guess) in options else 1.0) + 1.0 - left / len(options)
 
 
 def taboo_describer(context: list[dict]) -> str:
@@ -225,6 +245,8 @@ def expert_move(context: list[dict]) -> str:
     first = context[0]["content"]
     if "Let's play Wordle" in first:
         return wordle_guess(context)
+    if MASTERMIND_MARK in first:
+        return mastermind_replies(context, best=True)[0]
     if "reference game" in first:
         return referencegame_guesser(context) if "Tell which of your grids" in first \
             else referencegame_describer(context)
@@ -247,6 +269,8 @@ def noisy_moves(context: list[dict]) -> list[str]:
         return [guesser_reply(*named, label) for label in GUESSER_LABELS]
     if "Let's play Wordle" in first:  # another word that fits the feedback, worded as the expert's
         return wordle_replies(context, best=False)
+    if MASTERMIND_MARK in first:  # another code that fits the feedback
+        return mastermind_replies(context, best=False)
     return valid_moves(context)
 
 
@@ -286,6 +310,9 @@ class ExpertScorer:
         for context, group in zip(contexts, candidates):
             if "Let's play Wordle" in context[0]["content"]:
                 scores.append([wordle_value(context, c.text) for c in group])
+                continue
+            if MASTERMIND_MARK in context[0]["content"]:
+                scores.append([mastermind_value(context, c.text) for c in group])
                 continue
             expert = " ".join(expert_move(context).split()).lower()
             scores.append([1.0 if " ".join(c.text.split()).lower() == expert else 0.0 for c in group])

@@ -22,34 +22,17 @@ def _taboo_words() -> list[str]:
     return card_vocabulary()
 
 
-def wordle_history(context: list[dict]) -> list[tuple[str, str]]:
-    """(guess, G/Y/R pattern) pairs from the game master's feedback messages."""
-    from playprm.games.builtin.wordle.rules import read_feedback
-
-    return [pair for m in context if m["role"] == "user" for pair in read_feedback(m["content"])]
-
-
-def wordle_vocabulary(context: list[dict]) -> str:
-    """The word list of the wordle game in ``context``, as its first message names it."""
-    from playprm.games.builtin.wordle.rules import vocabulary_of
-
-    return vocabulary_of(context[0]["content"])
-
-
-def _wordle_options(history: tuple[tuple[str, str], ...], vocabulary: str) -> tuple[str, ...]:
-    """The expert's consistent words (cached there), or every listed word where none fits."""
-    from playprm.games.builtin.expert import wordle_options
-    from playprm.games.builtin.wordle import rules
-
-    return wordle_options(history, vocabulary) or tuple(rules.valid_words(vocabulary))
-
-
 def valid_moves(context: list[dict]) -> list[str]:
     """The legal replies (a sample of them where there are many) for the game and role of this context."""
+    from playprm.games.builtin.wordle.rules import wordle_moves
+
     first = context[0]["content"]
     if "Let's play Wordle" in first:
-        return [f"GUESS: {w}\nEXPLANATION: consistent with the feedback so far."
-                for w in _wordle_options(tuple(wordle_history(context)), wordle_vocabulary(context))]
+        return [f"GUESS: {w}\nEXPLANATION: consistent with the feedback so far." for w in wordle_moves(context)]
+    if "You are playing Mastermind." in first:  # a random code consistent with all feedback so far
+        from playprm.games.builtin.mastermind.rules import format_code, mastermind_moves
+
+        return [format_code(code) for code in mastermind_moves(context)]
     if "reference game" in first:
         if "Tell which of your grids" in first:
             return [f"ANSWER: {label}" for label in ("first", "second", "third")]

@@ -155,3 +155,28 @@ def consistent_words(history: Iterable[tuple[str, str]], words: Iterable[str] | 
     history = [(guess.lower(), pattern) for guess, pattern in history]
     candidates = valid_words(vocabulary) if words is None else [w.lower() for w in words]
     return [w for w in candidates if all(feedback(g, w) == p for g, p in history)]
+
+
+def wordle_history(context: list[dict]) -> list[tuple[str, str]]:
+    """(guess, G/Y/R pattern) pairs from the game master's feedback messages in a player's ``context``."""
+    return [pair for m in context if m["role"] == "user" for pair in read_feedback(m["content"])]
+
+
+def wordle_vocabulary(context: list[dict]) -> str:
+    """The word list of the wordle game in ``context``, as its first message names it."""
+    return vocabulary_of(context[0]["content"])
+
+
+@lru_cache(maxsize=65536)
+def wordle_options(history: tuple[tuple[str, str], ...], vocabulary: str = "full") -> tuple[str, ...]:
+    """The allowed words consistent with every (guess, pattern) of ``history``, in list order; filtered one
+    pair at a time from the cached answer for the shorter history (episodes share their first guesses)."""
+    if not history:
+        return tuple(valid_words(vocabulary))
+    return tuple(consistent_words(history[-1:], wordle_options(history[:-1], vocabulary)))
+
+
+def wordle_moves(context: list[dict]) -> tuple[str, ...]:
+    """The words a guesser may still play: consistent with all feedback (every allowed word when none is)."""
+    vocabulary = wordle_vocabulary(context)
+    return wordle_options(tuple(wordle_history(context)), vocabulary) or tuple(valid_words(vocabulary))
