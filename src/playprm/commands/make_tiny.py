@@ -24,7 +24,7 @@ def register(subparsers) -> None:
                         help="train the tokenizer on these chat files (records with 'messages', e.g. sft-data's "
                              "train.jsonl) instead of English words: lines of the games' prompts and grid rows "
                              "become single tokens (a model trained from scratch on those texts)")
-    parser.add_argument("--tokenizer-pieces", metavar="REGEX|wordle|mastermind",
+    parser.add_argument("--tokenizer-pieces", metavar="REGEX|wordle|mastermind|guessthenumber",
                         help="with --tokenizer-data: pieces of text the tokenizer keeps apart from their neighbours "
                              "(a regular expression, or 'wordle': each word and each letter's feedback, such as "
                              "' r=yellow', its own piece), so that no token spans one and its context")
@@ -56,7 +56,7 @@ def tokenizer_pieces(value: str | None, corpus: list[str] | None) -> str | None:
         return None
     if corpus is None:
         raise UsageError("--tokenizer-pieces needs --tokenizer-data: it splits the texts the tokenizer is trained on")
-    if value in ("wordle", "mastermind"):  # the game's own pieces (rules.TOKEN_PIECES of its folder)
+    if value in ("wordle", "mastermind", "guessthenumber"):  # the game's own pieces (rules.TOKEN_PIECES of its folder)
         import importlib
 
         return importlib.import_module(f"playprm.games.builtin.{value}.rules").TOKEN_PIECES

@@ -32,8 +32,9 @@ def register(subparsers) -> None:
     parser.add_argument("--game", default="referencegame",
                         help="small preset: the game to learn and evaluate, referencegame (default: each player "
                              "speaks once), wordle (its 300-word list: up to six guesses, each answered with "
-                             "letter feedback) or mastermind (TextArena's code of four digits from 1 to 6 in six "
-                             "guesses, each answered with black and white pegs)")
+                             "letter feedback), mastermind (TextArena's code of four digits from 1 to 6 in six "
+                             "guesses, each answered with black and white pegs) or guessthenumber (TextArena's "
+                             "1 to 100 in ten guesses, each answered higher or lower)")
     parser.add_argument("--rounds", type=int, choices=[1, 2], default=1,
                         help="small preset: 2 adds expert iteration (the policy retrained on its own PRM-guided "
                              "best-of-4 wins, then evaluated greedy as sft-round2-greedy)")

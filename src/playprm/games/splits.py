@@ -27,6 +27,7 @@ GENERATORS = {  # built-in game -> its instance generator class (module instance
     "taboo": "TabooInstanceGenerator",
     "referencegame": "ReferenceGameInstanceGenerator",
     "mastermind": "MastermindInstanceGenerator",
+    "guessthenumber": "GuessTheNumberInstanceGenerator",
 }
 
 
@@ -54,7 +55,7 @@ def generate(game: str, seed: int, per_experiment: int, *, vocabulary: str = "fu
         generator.ALLOWED_TARGETS = True  # the 70 listed secret words cannot be held out
         generator.VOCABULARY = vocabulary
         generator.EXCLUDED_TARGETS = excluded_targets
-    if game == "mastermind":  # 360 codes in all: a held-out split takes the codes the training split left
+    if game in ("mastermind", "guessthenumber"):  # 360 codes, 100 numbers: a held-out split takes what training left
         generator.EXCLUDED_TARGETS = excluded_targets
     generator.on_generate(seed)
     return generator.instances
@@ -128,6 +129,8 @@ def _target(instance: dict) -> str:
         return instance["target_word"]
     if "code" in instance:
         return " ".join(str(d) for d in instance["code"])
+    if "number" in instance:
+        return str(instance["number"])
     grids = instance.get("describer_grids") or []
     labels = ("first", "second", "third")
     return grids[labels.index(instance["describer_target"])] if grids else ""

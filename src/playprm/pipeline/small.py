@@ -442,6 +442,13 @@ GAME_SETTINGS = {
                    "teacher_samples": 16, "rollout_instances": 240, "dpo_weak_instances": 240, "random_row": True,
                    "grpo_variants": True, "grpo_tree_branch": 2, "max_tokens": 16, "ns": (4,), "oracle_ns": (4,),
                    "grpo_steps": 50, "prm_steps": 800},
+    # TextArena's GuessTheNumber-v0 range (1-100) in ten guesses: 60 numbers to train on, 20 held out, 20 for
+    # validation; the mastermind settings otherwise (the teacher plays each training number 32 times: its noisy moves
+    # are other numbers inside the hints, so the episodes differ)
+    "guessthenumber": {"games": (("guessthenumber", 60, 20),), "tokenizer_pieces": "guessthenumber",
+                       "validation_instances": 20, "teacher_samples": 32, "rollout_instances": 60,
+                       "dpo_weak_instances": 60, "random_row": True, "grpo_variants": True, "grpo_tree_branch": 2,
+                       "max_tokens": 8, "ns": (4,), "oracle_ns": (4,), "grpo_steps": 50, "prm_steps": 800},
 }
 
 

@@ -17,6 +17,8 @@ so ``programmatic:expert`` plays the built-in games by their rules, from the con
 - mastermind: the consistent code that leaves the fewest possible codes on average (``mastermind_best``), as a
   bare ``[2 1 4 5]``; its noisy moves are other consistent codes, and as a scorer it ranks a candidate by what the
   context shows (``mastermind_value``: out of format, a repeat, against the feedback, fitting it, codes left);
+- guessthenumber: the lower middle of the numbers the hints leave (bisection), as ``[50]``; its noisy moves are
+  other numbers inside the hints, and as a scorer ``number_value`` (the same scheme as mastermind's);
 - taboo: the describer gives the target's length and letters (one more per clue), the guesser names the first
   card word that fits.
 
@@ -196,22 +198,51 @@ def mastermind_replies(context: list[dict], *, best: bool) -> list[str]:
     return [format_code(mastermind_best(moves))] if best else [format_code(code) for code in moves]
 
 
+def guess_value(move, invalid: bool, earlier: list, options: tuple, expected_left) -> float:
+    """The expert's score of a guessing game's move, from the context alone: 0 for an invalid move, 0.5 for a repeat
+    of an ``earlier`` guess (a lost turn), 1 plus for a move outside ``options`` (against the feedback), 2 plus for
+    one of them; plus 1 - (options it is expected to leave) / (options now), so that among equally consistent moves
+    the more informative scores higher. In [0, 3)."""
+    if invalid:
+        return 0.0
+    if move in earlier:
+        return 0.5
+    left = expected_left(move, list(options))
+    return (2.0 if move in options else 1.0) + 1.0 - left / len(options)
+
+
 def mastermind_value(context: list[dict], reply: str) -> float:
-    """What the expert knows of a mastermind reply, from the context alone: 0 out of format (the game master's
-    own parse and checks), 0.5 for a repeat of an earlier guess (a lost turn), 1 plus for a code that contradicts
-    the feedback, 2 plus for one consistent with all of it; plus 1 - (codes it is expected to leave) / (codes
-    possible now), so that among equally consistent codes the more informative scores higher. In [0, 3)."""
+    """``guess_value`` of a mastermind reply (the game master's own parse and checks; codes left)."""
     from playprm.games.builtin.mastermind import rules
     from playprm.games.builtin.protocol import strip_reasoning
 
     guess = rules.last_guess(strip_reasoning(reply))
-    if rules.invalid_reason(guess) is not None:
-        return 0.0
-    if any(tuple(guess) == g for g, _ in rules.mastermind_history(context)):
-        return 0.5
-    options = rules.mastermind_moves(context)
-    left = rules.expected_left(tuple(guess), list(options))
-    return (2.0 if tuple(guess) in options else 1.0) + 1.0 - left / len(options)
+    invalid = rules.invalid_reason(guess) is not None
+    return guess_value(None if invalid else tuple(guess), invalid, [g for g, _ in rules.mastermind_history(context)],
+                       rules.mastermind_moves(context), rules.expected_left)
+
+
+NUMBER_MARK = "You are playing Guess The Number."  # guessthenumber's first message
+
+
+def number_replies(context: list[dict], *, best: bool) -> list[str]:
+    """guessthenumber: the expert's bisection of the numbers the hints leave (``best``: the lower middle one), or
+    every number that fits the hints (a noisy step's options)."""
+    from playprm.games.builtin.guessthenumber import rules
+
+    left = rules.options(tuple(rules.history_of(context)))
+    return [f"[{left[(len(left) - 1) // 2]}]"] if best else [f"[{n}]" for n in left]
+
+
+def number_value(context: list[dict], reply: str) -> float:
+    """``guess_value`` of a guessthenumber reply (numbers left)."""
+    from playprm.games.builtin.guessthenumber import rules
+    from playprm.games.builtin.protocol import strip_reasoning
+
+    guess = rules.last_guess(strip_reasoning(reply))
+    history = rules.history_of(context)
+    return guess_value(guess, rules.invalid_reason(guess) is not None, [g for g, _ in history],
+                       rules.options(tuple(history)), rules.expected_left)
 
 
 def taboo_describer(context: list[dict]) -> str:
@@ -247,6 +278,8 @@ def expert_move(context: list[dict]) -> str:
         return wordle_guess(context)
     if MASTERMIND_MARK in first:
         return mastermind_replies(context, best=True)[0]
+    if NUMBER_MARK in first:
+        return number_replies(context, best=True)[0]
     if "reference game" in first:
         return referencegame_guesser(context) if "Tell which of your grids" in first \
             else referencegame_describer(context)
@@ -271,6 +304,8 @@ def noisy_moves(context: list[dict]) -> list[str]:
         return wordle_replies(context, best=False)
     if MASTERMIND_MARK in first:  # another code that fits the feedback
         return mastermind_replies(context, best=False)
+    if NUMBER_MARK in first:  # another number inside the hints
+        return number_replies(context, best=False)
     return valid_moves(context)
 
 
@@ -313,6 +348,9 @@ class ExpertScorer:
                 continue
             if MASTERMIND_MARK in context[0]["content"]:
                 scores.append([mastermind_value(context, c.text) for c in group])
+                continue
+            if NUMBER_MARK in context[0]["content"]:
+                scores.append([number_value(context, c.text) for c in group])
                 continue
             expert = " ".join(expert_move(context).split()).lower()
             scores.append([1.0 if " ".join(c.text.split()).lower() == expert else 0.0 for c in group])

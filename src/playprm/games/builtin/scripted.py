@@ -33,6 +33,10 @@ def valid_moves(context: list[dict]) -> list[str]:
         from playprm.games.builtin.mastermind.rules import format_code, mastermind_moves
 
         return [format_code(code) for code in mastermind_moves(context)]
+    if "You are playing Guess The Number." in first:  # a random number inside the hints
+        from playprm.games.builtin.guessthenumber import rules
+
+        return [f"[{n}]" for n in rules.options(tuple(rules.history_of(context)))]
     if "reference game" in first:
         if "Tell which of your grids" in first:
             return [f"ANSWER: {label}" for label in ("first", "second", "third")]
