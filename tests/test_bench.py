@@ -160,4 +160,4 @@ def test_bench_quick_writes_its_figures(tmp_path, capsys):
 
 def test_bench_rejects_an_output_path_that_is_a_folder(tmp_path, capsys):
     assert main(["bench", "--quick", "--out", str(tmp_path)]) == 2
-    assert "is not a file" in capsys.readouterr().err
+    assert "is a folder, choose another file name" in capsys.readouterr().err

@@ -140,8 +140,8 @@ def test_the_card_entry_plays_every_builtin_game_in_every_mode(card_entry, card_
                  "--limit", "1", "--max-tokens", "6", "--results-dir", "results"])
     assert code == 0
     [run_dir] = [p for p in (card_entry / "results").iterdir() if p.is_dir()]
-    # wordle, taboo, referencegame, arithmetic: 2 experiments each; mastermind: 1
-    assert len(list(run_dir.rglob("scores.json"))) == 9
+    # wordle, taboo, referencegame, arithmetic: 2 experiments each; mastermind, guessthenumber: 1
+    assert len(list(run_dir.rglob("scores.json"))) == 10
     assert not list(run_dir.rglob("error.json"))
     policy = json.loads((run_dir / "playprm_run.json").read_text())["policy"]
     assert policy["peft_model"].endswith("Qwen3.5-27B-sft-ep1")

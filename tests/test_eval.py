@@ -32,7 +32,7 @@ def test_eval_writes_clemcore_layout_for_every_game(greedy_run):
     (run_dir,) = [p for p in greedy_run.iterdir() if p.is_dir()]
     assert run_dir.name == "policy-t0.0--policy-t0.0"
     games = {p.parts[-3] for p in episodes(run_dir)}
-    assert games == {"wordle", "taboo", "referencegame", "arithmetic"}
+    assert games == {"wordle", "taboo", "referencegame", "arithmetic", "mastermind", "guessthenumber"}
     for episode in episodes(run_dir):
         assert episode.name.startswith("instance_")
         for name in ("instance.json", "interactions.json", "scores.json", "completed.json", "cost.json"):

@@ -22,7 +22,7 @@ from playprm.games.registry import (
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CLEM = Path(sys.executable).parent / "clem"  # clemcore's CLI from the same environment as the tests
-BUILTIN = {"wordle", "taboo", "referencegame", "arithmetic", "mastermind"}
+BUILTIN = {"wordle", "taboo", "referencegame", "arithmetic", "mastermind", "guessthenumber"}
 
 
 def clem(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -51,7 +51,7 @@ def test_builtin_games_are_found_with_their_specs(tmp_path):
     games = discover_games(cwd=tmp_path)
     assert set(games) == BUILTIN
     assert {name: g.players for name, g in games.items()} == {"wordle": 1, "taboo": 2, "referencegame": 2,
-                                                              "arithmetic": 1, "mastermind": 1}
+                                                              "arithmetic": 1, "mastermind": 1, "guessthenumber": 1}
     assert all(g.source == "built-in" and g.path.parent == builtin_games_dir() for g in games.values())
     # the dialogue games are interactive; only the one-question task is static, tagged as clembench tags its own
     assert {name for name, g in games.items() if g.static} == {"arithmetic"}
@@ -110,7 +110,7 @@ def test_unknown_game_lists_the_available_ones(tmp_path, monkeypatch):
     with pytest.raises(UsageError) as error:
         resolve_games(["wordle", "chess"], all_games=False)
     assert str(error.value) == (
-        "unknown game 'chess'; available: arithmetic, mastermind, referencegame, taboo, wordle "
+        "unknown game 'chess'; available: arithmetic, guessthenumber, mastermind, referencegame, taboo, wordle "
         "(add --games-dir DIR for clembench games)"
     )
 
@@ -121,8 +121,8 @@ def test_resolve_games_by_name_or_all(tmp_path, monkeypatch):
         "taboo",
         "wordle",
     ]
-    assert [g.name for g in resolve_games(None, all_games=True)] == ["arithmetic", "mastermind", "referencegame",
-                                                                      "taboo", "wordle"]
+    assert [g.name for g in resolve_games(None, all_games=True)] == ["arithmetic", "guessthenumber", "mastermind",
+                                                                      "referencegame", "taboo", "wordle"]
     with pytest.raises(UsageError, match="not both"):
         resolve_games(["taboo"], all_games=True)
     with pytest.raises(UsageError, match="no game given"):
@@ -195,8 +195,9 @@ def test_playprm_games_prints_a_table_and_registers(tmp_path, monkeypatch, capsy
     lines = out.splitlines()
     assert lines[0].split() == ["name", "players", "source", "benchmarks", "path"]
     assert lines[1].split()[:4] == ["arithmetic", "1", "built-in", "static_1.0,playprm-1.0"]
-    assert lines[2].split()[:4] == ["mastermind", "1", "built-in", "playprm-1.0"]
-    assert lines[3].split()[:4] == ["referencegame", "2", "built-in", "playprm-1.0"]
+    assert lines[2].split()[:4] == ["guessthenumber", "1", "built-in", "playprm-1.0"]
+    assert lines[3].split()[:4] == ["mastermind", "1", "built-in", "playprm-1.0"]
+    assert lines[4].split()[:4] == ["referencegame", "2", "built-in", "playprm-1.0"]
     assert f"wrote {tmp_path / 'game_registry.json'}" in out
     assert main(["games", "--games-dir", str(tmp_path / "missing")]) == 2
     assert "--games-dir" in capsys.readouterr().err

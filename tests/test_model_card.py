@@ -63,7 +63,7 @@ def test_model_card_entry_plays_the_builtin_games_on_cpu(card_workspace, capsys)
     assert code == 0
     assert "load_in_4bit needs CUDA; loading" in out  # one warning line, then an unquantized load
     run_dir = card_workspace / "results" / "Qwen3.5-27B-sft-ep1-t0.0--Qwen3.5-27B-sft-ep1-t0.0"
-    assert len(list(run_dir.rglob("scores.json"))) == 8  # 2 episodes of each of the 4 built-in games
+    assert len(list(run_dir.rglob("scores.json"))) == 10  # 2 of each two-experiment game, 1 of mastermind and guessthenumber
     policy = json.loads((run_dir / "playprm_run.json").read_text())["policy"]
     assert policy["peft_model"].endswith("sft-ep1") and policy["chat_template_kwargs"] == {"enable_thinking": False}
 

@@ -38,7 +38,7 @@ def test_killed_runs_resume_to_the_same_episodes(card_models, tmp_path):
     clean = tmp_path / "clean"
     subprocess.run(command(card_models["policy"], clean), check=True, capture_output=True, env=env, timeout=300)
     expected = episode_set(clean)
-    assert len(expected) == 16  # 4 built-in games x 2 experiments x 2
+    assert len(expected) == 20  # 4 built-in games x 2 experiments x 2, mastermind and guessthenumber 1 x 2
 
     killed = tmp_path / "killed"
     rng = random.Random(7)

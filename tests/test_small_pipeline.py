@@ -165,7 +165,16 @@ def test_the_small_preset_runs_every_stage_and_writes_results(tmp_path, monkeypa
         assert all(str(workdir / "validation") in path for path in compared[2:4])  # never the held-out runs
     assert all(row["room_share"] is None or isinstance(row["room_share"], float) for row in results["rows"])
     assert [g["policy"] for g in results["glance"]] == ["weak", "sft"]
-    assert all(g.get("best") for g in results["glance"])  # each policy's best learned row, among those run
+    from playprm.pipeline.summary import LEARNED
+    from playprm.report.render import finite_number
+
+    for g in results["glance"]:  # each policy's best learned row, among those run with a clemscore (a blank never is)
+        scored = [d for d in results["paired"] if d["b"] == f"{g['policy']}-greedy"
+                  and finite_number(d["difference"]) is not None
+                  and d.get("score") == results["paired"][0].get("score")
+                  and d["a"] in {f"{g['policy']}-{suffix}" for suffix, _ in LEARNED}]
+        assert (g.get("best") is not None) == bool(scored)
+        assert g.get("best") is None or g["difference"] == max(d["difference"] for d in scored)
     for row in results["rows"]:
         assert (tmp_path / row["results_dir"]).is_dir() and row["episodes"] == 4
     assert [row["env_lookahead"] for row in results["rows"] if row["name"] == "sft-beam"] == [True]
