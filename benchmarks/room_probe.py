@@ -127,6 +127,9 @@ def main() -> None:
     parser.add_argument("--ns", type=int, nargs="+", default=[4, 8, 16])
     parser.add_argument("--temperatures", type=float, nargs="+", default=[0.7, 1.0])
     parser.add_argument("--out", type=Path, help="the table and raw figures as JSON")
+    parser.add_argument("--policy", action="append", metavar="KIND=PATH",
+                        help="probe these policies instead of the weak and trained one (training stages skipped), "
+                             "e.g. sft32=runs/probe_smol_wordle_s0/sft-policy/checkpoint-32")
     args = parser.parse_args()
     workdir = args.workdir.resolve()
     w = lambda path: str(workdir / path)  # noqa: E731
@@ -141,9 +144,11 @@ def main() -> None:
         preset = small_preset(args.game, seed=args.seed)
         steps, sft_steps, max_tokens = preset.steps(workdir), preset.sft_steps, preset.max_tokens
     for name, argv in steps:
-        if name.startswith(TRAINING_STAGES):
+        if name.startswith(TRAINING_STAGES) and not args.policy:
             run_stage(workdir, name, argv, seconds)
     policies = {"weak": w(f"sft-policy/checkpoint-{sft_steps // 2}"), "sft": w("sft-policy")}
+    if args.policy:
+        policies = dict(item.split("=", 1) for item in args.policy)
     common = ["--games-dir", w(VALIDATION), "--game", args.game, "--max-tokens", str(max_tokens),
               "--seed", str(args.seed)]
     rows = []  # (policy, label, results folder, n, temperature)
