@@ -88,3 +88,18 @@ class OutcomeScorer(GameScorer):
             scores = self.episode_scores(interactions)
         for name, value in scores.items():
             self.log_episode_score(name, value)
+
+
+class GuessingScorer(OutcomeScorer):
+    """The episode scores of the bracketed guessing games (mastermind, guessthenumber): a speed-weighted Main Score
+    as clembench's wordle counts it (``100 * (max_guesses + 1 - guesses) / max_guesses`` on a win, 0 on a loss),
+    the guesses used and the repeated ones (each note's ``repeat``)."""
+
+    episode_score_names = (BENCH_SCORE, "Guesses Used", "Repeated Guesses")
+
+    def episode_scores(self, interactions: dict) -> dict[str, float]:
+        guesses = interactions["guesses"]
+        max_guesses = int(self.game_instance["max_guesses"])
+        speed = 100 * (max_guesses + 1 - len(guesses)) / max_guesses
+        return {BENCH_SCORE: speed if interactions[METRIC_SUCCESS] else 0,
+                "Guesses Used": len(guesses), "Repeated Guesses": sum(bool(g["repeat"]) for g in guesses)}

@@ -16,9 +16,8 @@ from __future__ import annotations
 
 from clemcore.backends import Model
 from clemcore.clemgame import GameBenchmark, ParseError, Player
-from clemcore.clemgame.metrics import BENCH_SCORE, METRIC_SUCCESS
 
-from playprm.games.builtin.base import OutcomeScorer, PromptedGameMaster, gm_notes
+from playprm.games.builtin.base import GuessingScorer, PromptedGameMaster, gm_notes
 from playprm.games.builtin.guessthenumber import rules
 
 
@@ -72,23 +71,14 @@ class GuessTheNumber(PromptedGameMaster):
         return {"number": self.number, "guesses": self.guesses}
 
 
-class GuessTheNumberScorer(OutcomeScorer):
+class GuessTheNumberScorer(GuessingScorer):
     """Per round whether the guess fit the hints before it; per episode the speed-weighted Main Score, the guesses
     used and the repeated ones."""
-
-    episode_score_names = (BENCH_SCORE, "Guesses Used", "Repeated Guesses")
 
     def compute_round_score(self, round_idx, round_events: list[dict]) -> None:
         guesses = gm_notes(round_events, "guess")
         if guesses:
             self.log_round_score(round_idx, "Fits Hints", int(guesses[0]["fits"]))
-
-    def episode_scores(self, interactions: dict) -> dict[str, float]:
-        guesses = interactions["guesses"]
-        max_guesses = int(self.game_instance["max_guesses"])
-        speed = 100 * (max_guesses + 1 - len(guesses)) / max_guesses
-        return {BENCH_SCORE: speed if interactions[METRIC_SUCCESS] else 0,
-                "Guesses Used": len(guesses), "Repeated Guesses": sum(bool(g["repeat"]) for g in guesses)}
 
 
 class GuessTheNumberBenchmark(GameBenchmark):

@@ -24,9 +24,8 @@ from __future__ import annotations
 
 from clemcore.backends import Model
 from clemcore.clemgame import GameBenchmark, ParseError, Player
-from clemcore.clemgame.metrics import BENCH_SCORE, METRIC_SUCCESS
 
-from playprm.games.builtin.base import OutcomeScorer, PromptedGameMaster, gm_notes
+from playprm.games.builtin.base import GuessingScorer, PromptedGameMaster, gm_notes
 from playprm.games.builtin.mastermind import rules
 
 
@@ -81,11 +80,9 @@ class Mastermind(PromptedGameMaster):
         return {"code": list(self.code), "guesses": self.guesses}
 
 
-class MastermindScorer(OutcomeScorer):
+class MastermindScorer(GuessingScorer):
     """Per round the guess's pegs and whether it fit the feedback before it; per episode the speed-weighted Main
     Score, the guesses used and the repeated ones."""
-
-    episode_score_names = (BENCH_SCORE, "Guesses Used", "Repeated Guesses")
 
     def compute_round_score(self, round_idx, round_events: list[dict]) -> None:
         guesses = gm_notes(round_events, "guess")
@@ -94,13 +91,6 @@ class MastermindScorer(OutcomeScorer):
         self.log_round_score(round_idx, "Black Pegs", guesses[0]["pegs"][0])
         self.log_round_score(round_idx, "White Pegs", guesses[0]["pegs"][1])
         self.log_round_score(round_idx, "Fits Feedback", int(guesses[0]["fits"]))
-
-    def episode_scores(self, interactions: dict) -> dict[str, float]:
-        guesses = interactions["guesses"]
-        max_guesses = int(self.game_instance["max_guesses"])
-        speed = 100 * (max_guesses + 1 - len(guesses)) / max_guesses
-        return {BENCH_SCORE: speed if interactions[METRIC_SUCCESS] else 0,
-                "Guesses Used": len(guesses), "Repeated Guesses": sum(bool(g["repeat"]) for g in guesses)}
 
 
 class MastermindBenchmark(GameBenchmark):
