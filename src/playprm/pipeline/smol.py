@@ -103,7 +103,8 @@ class SmolPreset:
     held_out_instances: int = 48
     # per experiment: the split a lever of the recipe is chosen on (issue 61), drawn as the small preset's (seed
     # 3000 + s, no instance of train or held-out); 64 episodes a greedy row, about a minute and a half of SmolLM2 on
-    # 2 cores, where a difference of about 15 points can show
+    # 2 cores (scaled from SFT greedy's 158 s on 96 held-out games, not timed itself), where a difference of about
+    # 15 points can show
     validation_instances: int = 32
     # games it never trained on (issue 61): base, SFT and (with --grpo) SFT + GRPO greedy on (game, instances per
     # experiment) of a split of their own (seed 4000 + s): 16 episodes of each game (taboo has two experiments,
