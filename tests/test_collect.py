@@ -86,3 +86,23 @@ def test_a_prover_without_branching_is_a_usage_error(capsys):
     assert main(["collect", "--policy-model", "scripted:random-valid", "--game", "wordle", "--prover",
                  "programmatic:expert"]) == 2
     assert "--prover plays the turns after a branch point" in capsys.readouterr().err
+
+
+def test_a_branch_whose_game_cannot_be_copied_is_written_as_failed_leaves_not_a_crash(tmp_path, monkeypatch):
+    """A game state that cannot be deep-copied fails the branch (``Episode.fork``'s failed twin): each of its
+    leaves is written as an errored episode and counted, and the rest of the run goes on."""
+    from playprm import episode as episode_module
+
+    def no_copy(*args, **kwargs):
+        raise TypeError("cannot pickle '_thread.lock' object")
+
+    monkeypatch.setattr(episode_module, "deepcopy", no_copy)
+    settings = CollectSettings(samples_per_instance=1, temperature=1.0, max_tokens=32, branch_factor=2,
+                               branch_depth=1)
+    run_dir, summary = run_collect("scripted:random-valid", ["wordle"], False, None, 1, tmp_path / "r", settings,
+                                   policy=RandomValidPolicy(), progress=False)
+    folders = sorted(p.parent for p in run_dir.rglob("instance.json"))
+    assert len(folders) == 2 * 2  # 2 experiments x 1 sample x 2 branches, each a failed leaf
+    assert sum(summary.errored.values()) == 4 and not sum(summary.played.values())
+    errors = [json.loads(p.read_text()) for p in run_dir.rglob("error.json")]
+    assert len(errors) == 4 and all(e["stage"] == "fork" and "cannot pickle" in e["message"] for e in errors)

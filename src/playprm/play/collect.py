@@ -200,6 +200,9 @@ def collect(tasks, *, policy, policy_name: str, run_dir: Path, settings: Collect
                 for (tree, episode), candidates in zip(members, outputs):
                     copies = [episode.fork() for _ in candidates[1:]] + [episode]
                     for copy, candidate in zip(copies, candidates):
+                        if copy.error is not None:  # the game could not be copied (Episode.fork): a failed leaf
+                            leaves[tree].append(copy)
+                            continue
                         copy.tags["branched"] = copy.tags.get("branched", False) or len(candidates) > 1
                         _record_turn(copy, records[tree], candidate.text, settings.prover if by_prover else None)
                         choice = Choice(text=candidate.text, candidates=[candidate], scores=None, chosen=0)
