@@ -244,3 +244,19 @@ def test_registered_games_dirs_are_what_clem_list_games_shows(suite, checkout, t
         assert f"\n{game}:" in listed or listed.startswith(f"{game}:"), listed[-2000:]
     entries = json.loads((workspace / "game_registry.json").read_text())
     assert len(entries) == 3 and entries[0] == {"benchmark_path": str((suite / "games").resolve())}
+
+
+def test_scripted_players_say_when_a_built_in_games_copy_comes_from_another_version(tmp_path, capsys):
+    import shutil
+
+    from playprm.games.registry import builtin_games_dir
+
+    copy = tmp_path / "games" / "wordle"
+    shutil.copytree(builtin_games_dir() / "wordle", copy)
+    (copy / "master.py").write_text((copy / "master.py").read_text() + "\n# an older version\n")
+    code = main(["eval", "--policy-model", "programmatic:expert", "--games-dir", str(tmp_path / "games"),
+                     "--game", "wordle", "--results-dir", str(tmp_path / "r")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "another playprm version's built-in game" in err and "playprm instances" in err, err
+    assert not (tmp_path / "r").exists()

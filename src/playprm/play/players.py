@@ -50,6 +50,12 @@ def check_scripted_games(spec: PolicySpec, entries, *, flag: str = "--policy-mod
     if spec.backend not in ("scripted", "programmatic"):
         return
     unknown = [entry for entry in entries if not runs_builtin_code(entry)]
+    stale = [e for e in unknown if (builtin_games_dir() / e.name / "master.py").is_file() and (e.path / "master.py").is_file()]
+    if stale:  # a copy `playprm instances` made with another version of playprm: its master differs from this one's
+        raise UsageError(f"{flag} {spec.model_id}: {', '.join(f'{e.name} ({e.path})' for e in stale)} holds a copy of "
+                         "another playprm version's built-in game (its master.py differs from this version's); draw "
+                         "its instances again with `playprm instances` (or delete that work directory), or play it "
+                         "with a model")
     if unknown:
         builtin = ", ".join(sorted(p.name for p in builtin_games_dir().iterdir() if (p / "clemgame.json").is_file()))
         raise UsageError(f"{flag} {spec.model_id} has moves only for playprm's built-in games ({builtin}), not for "
