@@ -305,3 +305,17 @@ def test_train_prm_writes_the_switch_margin_from_sibling_replies_in_validation(c
                      selection="anchored", switch_margin="auto").validate()
     # 4 validation contexts are fewer than switch_margin.MIN_CONTEXTS: auto plays greedy and says why
     assert cfg.margin.value == switch_margin.GREEDY_MARGIN and cfg.margin.rule.startswith("auto: greedy")
+
+
+def test_the_calibration_plot_holds_a_long_title(tmp_path):
+    """calibration.png's title names the PRM run and can be long: the saved image grows to hold it (edges blank)."""
+    import matplotlib.image
+
+    from playprm.train.prm_metrics import plot_calibration
+
+    bins = calibration_bins([0.05, 0.07, 0.95, 1.0], [0, 1, 1, 1], bins=10)
+    path = tmp_path / "calibration.png"
+    plot_calibration(bins, path, "PRM calibration on the validation split of runs/a-rather-long-run-name/prm-data")
+    image = matplotlib.image.imread(path)[..., :3]
+    for edge in (image[:, 0], image[:, -1], image[0], image[-1]):
+        assert edge.min() > 0.95  # white: the title does not run off the image

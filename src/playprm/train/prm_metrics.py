@@ -68,7 +68,7 @@ def plot_calibration(bins: list[dict], path: Path, title: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from playprm.atomic import save_atomic
+    from playprm.report.plots import save_png
 
     filled = [b for b in bins if b["count"]]
     figure, (curve, counts) = plt.subplots(2, 1, figsize=(5, 6), height_ratios=(3, 1), sharex=True)
@@ -85,7 +85,7 @@ def plot_calibration(bins: list[dict], path: Path, title: str) -> None:
     counts.set_xlabel("predicted probability")
     counts.set_ylabel("turns")
     figure.tight_layout()
-    save_atomic(path, lambda temporary: figure.savefig(temporary, format="png", dpi=120))
+    save_png(figure, path)
     plt.close(figure)
 
 
