@@ -55,3 +55,27 @@ def test_guessthenumber_splits_share_no_number(tmp_path):
     write_split(tmp_path / "validation", seed=3, per_experiment=60, games=["guessthenumber"], exclude=[tmp_path / "train"])
     numbers = [{i["number"] for i in split_instances(tmp_path / name)["guessthenumber"]} for name in ("train", "validation")]
     assert [len(n) for n in numbers] == [60, 40] and not numbers[0] & numbers[1]
+
+
+def test_a_tiny_model_plays_held_out_numbers_and_the_experts_best_of_n_ranks_them(tiny_models, tmp_path):
+    """On both tiny architectures: held-out numbers played end to end with the expert's best-of-n (a random-weight
+    model breaks the format, so its candidates score 0 where they hold no number in range)."""
+    import json
+
+    from playprm.cli import main
+    from playprm.games.builtin.guessthenumber import rules as numbers
+
+    write_split(tmp_path / "train", seed=1, per_experiment=60, games=["guessthenumber"])
+    write_split(tmp_path / "heldout", seed=2, per_experiment=5, games=["guessthenumber"], exclude=[tmp_path / "train"])
+    assert main(["eval", "--policy-model", str(tiny_models["policy"]), "--games-dir", str(tmp_path / "heldout"),
+                 "--game", "guessthenumber", "--limit", "2", "--max-tokens", "6", "--mode", "best-of-n",
+                 "--n-candidates", "2", "--scorer", "expert", "--results-dir", str(tmp_path / "results")]) == 0
+    records = sorted((tmp_path / "results").rglob("interactions.json"))
+    assert len(records) == 2
+    train = {i["number"] for i in split_instances(tmp_path / "train")["guessthenumber"]}
+    for path in records:
+        assert json.loads((path.parent / "instance.json").read_text())["number"] not in train
+        candidates = [json.loads(line) for line in (path.parent / "candidates.jsonl").read_text().splitlines()]
+        scored = [c for turn in candidates for c in turn["candidates"]]
+        invalid = [c for c in scored if numbers.invalid_reason(numbers.last_guess(c["text"]))]
+        assert invalid and all(c["score"] == 0.0 for c in invalid)
