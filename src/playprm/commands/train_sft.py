@@ -16,7 +16,8 @@ def register(subparsers) -> None:
                     "LoRA fields (--lora-r, --lora-alpha, --lora-dropout, --lora-target-modules, --load-in-4bit, "
                     "--chat-template-kwargs, --effective-batch-size, --early-stopping-patience, --model-name), "
                     "can be set as --field-name VALUE, e.g. --max-steps 2 --learning-rate 1e-4. "
-                    "See docs/training.md.",
+                    "--loss-weight-pattern REGEX --loss-weight W weighs the reply tokens the pattern matches W in "
+                    "the loss (opt-in, effect not yet measured). See docs/training.md.",
         allow_abbrev=False,
     )
     add_run_arguments(parser, data_help="folder with train.jsonl and validation.jsonl from sft-data",

@@ -363,6 +363,11 @@ def hyperparameters(run: RunFiles) -> str:
         ["Optimizer", metrics.get("optim", config.get("optim"))],
         ["Seed", config.get("seed")],
     ]
+    if config.get("loss_weight_pattern") is not None:
+        tokens = (f" ({metrics['pattern_tokens']:,} of {metrics['trained_tokens']:,} trained tokens)"
+                  if "pattern_tokens" in metrics else "")
+        rows.append(["Token loss weight", f"{_number(config.get('loss_weight'))} on reply tokens matching "
+                                          f"`{config['loss_weight_pattern']}`{tokens}, 1 on the others"])
     if run.kind == "prm":
         rows.insert(0, ["Loss", metrics.get("loss")])
     if run.kind == "dpo":
