@@ -32,6 +32,8 @@ sft = list(steps["train-sft"])
 for flag, value in (("--max-steps", max_steps), ("--save-steps", every), ("--eval-steps", max_steps)):
     sft[sft.index(flag) + 1] = str(value)
 sft += ["--save-total-limit", "20", "--load-best-model-at-end", "false", "--early-stopping-patience", "0"]
+if any((workdir / "sft-policy").glob("checkpoint-*")):  # a stopped run goes on from its last checkpoint
+    sft.append("--resume")
 run("train-sft", sft)
 val = steps["validation sft-greedy"]
 for k in range(2 * every, max_steps + 1, every):
