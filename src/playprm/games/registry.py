@@ -99,6 +99,14 @@ def runs_builtin_code(entry: GameEntry) -> bool:
     return own.is_file() and theirs.is_file() and theirs.read_bytes() == own.read_bytes()
 
 
+def runs_another_versions_builtin_code(entry: GameEntry) -> bool:
+    """Whether ``entry`` is a built-in game's copy whose code differs from this version's (``playprm instances``
+    copied it under another playprm version)."""
+    own = builtin_games_dir() / entry.name / "master.py"
+    theirs = entry.path / "master.py"
+    return own.is_file() and theirs.is_file() and theirs.read_bytes() != own.read_bytes()
+
+
 def _walk_specs(directory: Path) -> list[GameSpec]:
     """Game specs under ``directory``, found the way clemcore's GameRegistry walks folders (depth <= 3)."""
     from clemcore.clemgame.registry import GameRegistry

@@ -45,13 +45,17 @@ def check_scripted_games(spec: PolicySpec, entries, *, flag: str = "--policy-mod
     """Refuse, before anything loads, a scripted player (``scripted:``, ``programmatic:``) of the built-in games
     for a game it has no moves for: it would answer every turn "I do not know this game."."""
     from playprm.errors import UsageError
-    from playprm.games.registry import builtin_games_dir, runs_builtin_code
+    from playprm.games.registry import (
+        builtin_games_dir,
+        runs_another_versions_builtin_code,
+        runs_builtin_code,
+    )
 
     if spec.backend not in ("scripted", "programmatic"):
         return
     unknown = [entry for entry in entries if not runs_builtin_code(entry)]
-    stale = [e for e in unknown if (builtin_games_dir() / e.name / "master.py").is_file() and (e.path / "master.py").is_file()]
-    if stale:  # a copy `playprm instances` made with another version of playprm: its master differs from this one's
+    stale = [entry for entry in unknown if runs_another_versions_builtin_code(entry)]
+    if stale:
         raise UsageError(f"{flag} {spec.model_id}: {', '.join(f'{e.name} ({e.path})' for e in stale)} holds a copy of "
                          "another playprm version's built-in game (its master.py differs from this version's); draw "
                          "its instances again with `playprm instances` (or delete that work directory), or play it "
