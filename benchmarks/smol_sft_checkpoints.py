@@ -1,12 +1,16 @@
 """The smol preset's SFT on one seed, checkpoint by checkpoint, each played greedy on the validation split
 (issue 61 item 3: where the guesser settles on a position).
 
-    PYTHONPATH=src python benchmarks/smol_sft_checkpoints.py SEED WORKDIR MAX_STEPS EVERY
+    PYTHONPATH=src python benchmarks/smol_sft_checkpoints.py SEED WORKDIR MAX_STEPS EVERY [TRAIN-SFT FLAGS...]
 
 runs the preset's stages up to ``train-sft`` in WORKDIR (its layout; a stage that finished is skipped), trains to
 MAX_STEPS with a checkpoint every EVERY steps (the preset's argv otherwise: at its constant learning rate the
 checkpoint at 192 is the preset's policy), then plays checkpoints 2 x EVERY, 3 x EVERY, ... on the validation split
-(``WORKDIR/validation/ckpt-K``); read them with ``benchmarks/guesser_work.py``. One torch thread a command."""
+(``WORKDIR/validation/ckpt-K``); read them with ``benchmarks/guesser_work.py``. One torch thread a command.
+
+Flags after EVERY change the recipe: each replaces the preset's value of that train-sft flag or is added, e.g.
+``--lr-scheduler-type linear --loss-weight-pattern 'same|other|ANSWER: \\w+' --loss-weight 8`` (a flag and its
+value as two arguments)."""
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +18,9 @@ from pathlib import Path
 from playprm.pipeline.smol import SmolPreset
 
 seed, workdir, max_steps, every = int(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+changes = sys.argv[5:]
+if len(changes) % 2:
+    sys.exit(f"recipe changes come as flag and value pairs, not {changes}")
 steps = dict(SmolPreset(seed=seed).steps(workdir))
 pp = [sys.executable, "-m", "playprm.cli", "--threads", "1"]
 def run(name, argv):
@@ -32,6 +39,11 @@ sft = list(steps["train-sft"])
 for flag, value in (("--max-steps", max_steps), ("--save-steps", every), ("--eval-steps", max_steps)):
     sft[sft.index(flag) + 1] = str(value)
 sft += ["--save-total-limit", "20", "--load-best-model-at-end", "false", "--early-stopping-patience", "0"]
+for flag, value in zip(changes[::2], changes[1::2]):
+    if flag in sft:
+        sft[sft.index(flag) + 1] = value
+    else:
+        sft += [flag, value]
 if any((workdir / "sft-policy").glob("checkpoint-*")):  # a stopped run goes on from its last checkpoint
     sft.append("--resume")
 run("train-sft", sft)

@@ -492,3 +492,19 @@ def test_the_smol_preset_plays_96_held_out_episodes_a_row(tmp_path):
     assert int(held_out[held_out.index("--per-experiment") + 1]) * 2 >= 96
     evals = [argv for stage, argv in steps.items() if stage.startswith("eval ")]
     assert evals and all(argv[argv.index("--games-dir") + 1] == str(work / smol.HELD_OUT) for argv in evals)
+
+
+def test_the_smol_presets_sft_weighs_the_guessers_judgements_and_answer(tmp_path):
+    """Issue 61: at weight 1 seed 3's guesser answered one position (35.94 on validation), at 8 it compared (84.38):
+    the preset's train-sft weighs the same/other and ANSWER tokens 8 and no other text of a guesser's reply."""
+    import re
+
+    from playprm.pipeline import smol
+
+    sft = dict(smol.SmolPreset(base=str(tmp_path / "base")).steps(tmp_path / "w"))["train-sft"]
+    assert sft[sft.index("--loss-weight") + 1] == "8"
+    pattern = re.compile(sft[sft.index("--loss-weight-pattern") + 1])
+    reply = "first: X X X X X other\nsecond: X X X X ▢ other\nthird: ▢ X X X ▢ same\nANSWER: third"
+    assert [m.group() for m in pattern.finditer(reply)] == ["other", "other", "same", "ANSWER: third"]
+    plain = dict(smol.SmolPreset(base=str(tmp_path / "base"), sft_loss_weight=1).steps(tmp_path / "w"))["train-sft"]
+    assert "--loss-weight" not in plain and "--loss-weight-pattern" not in plain

@@ -23,10 +23,12 @@ def levers_section(preset) -> tuple[str, list[dict]]:
     return "\n".join([
         "## Levers and the split that chose them", "", table, "",
         "- `splits/validation` (seed 3000 + the seed, no instance of `splits/train` or `splits/heldout`) is where a "
-        "lever of the recipe is chosen from now on, and the held-out games read the chosen recipe once. Every value "
-        "above was set before that split existed: `held-out` and `training logs, then held-out` mean the value was "
-        "read on the games this table reports, so its held-out figure is not an unbiased test of it; `none`: "
-        "not compared on any split (BENCHMARKS.md and `playprm.pipeline.smol` keep the history).", ""]), levers
+        "lever of the recipe is chosen, and the held-out games read the chosen recipe once. `validation (seed 3)`: "
+        "compared on seed 3's validation split, so it is unbiased on this run's held-out games (and on every other "
+        "seed's splits). The other values were set before that split existed: `held-out` and `training logs, then "
+        "held-out` mean the value was read on the games this table reports, so its held-out figure is not an "
+        "unbiased test of it; `none`: not compared on any split (BENCHMARKS.md and `playprm.pipeline.smol` keep the "
+        "history).", ""]), levers
 
 
 def validation_section(workdir: Path, *, seed: int, n_resamples: int = 1000) -> tuple[str, dict]:
