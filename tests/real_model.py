@@ -32,18 +32,8 @@ def smollm2_gguf() -> Path:
 @pytest.fixture(scope="session")
 def smollm2(smollm2_gguf, tmp_path_factory) -> Path:
     """SmolLM2-135M-Instruct as an fp32 Hugging Face model folder (538 MB), imported once per test run (~35 s)
-    by the code behind ``playprm import-gguf``: under pytest-xdist in the run's temp dir that every worker shares
-    (the first worker to need it imports it under a lock, the others wait and read it), else in the session's."""
-    import os
-
-    from filelock import FileLock
-
+    under the session's temp dir by the code behind ``playprm import-gguf``."""
     from playprm.models import gguf
 
-    base = tmp_path_factory.getbasetemp()
-    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # pytest-N/, this run's, not an older's
-    out = root / "smollm2" / "SmolLM2-135M-Instruct"
-    with FileLock(str(root / "smollm2.lock")):
-        if not out.is_dir():  # import_folder writes a staging folder and renames it: a folder here is whole
-            gguf.import_folder(smollm2_gguf, out, dtype="fp32")
-    return out
+    return gguf.import_folder(smollm2_gguf, tmp_path_factory.mktemp("smollm2") / "SmolLM2-135M-Instruct",
+                              dtype="fp32")
