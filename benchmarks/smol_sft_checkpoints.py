@@ -9,8 +9,9 @@ checkpoint at 192 is the preset's policy), then plays checkpoints 2 x EVERY, 3 x
 (``WORKDIR/validation/ckpt-K``); read them with ``benchmarks/guesser_work.py``. One torch thread a command.
 
 Flags after EVERY change the recipe: each replaces the preset's value of that train-sft flag or is added, e.g.
-``--lr-scheduler-type linear --loss-weight-pattern 'same|other|ANSWER: \\w+' --loss-weight 8`` (a flag and its
-value as two arguments)."""
+``--lr-scheduler-type linear`` (a flag and its value as two arguments). ``--loss-weight`` and
+``--loss-weight-pattern`` set the preset's own fields (``sft_loss_weight``, ``sft_loss_pattern``), so
+``--loss-weight 1`` trains as the preset did before it weighed the guesser's judgement (no weighting flags)."""
 import subprocess
 import sys
 from pathlib import Path
@@ -21,7 +22,10 @@ seed, workdir, max_steps, every = int(sys.argv[1]), Path(sys.argv[2]), int(sys.a
 changes = sys.argv[5:]
 if len(changes) % 2:
     sys.exit(f"recipe changes come as flag and value pairs, not {changes}")
-steps = dict(SmolPreset(seed=seed).steps(workdir))
+fields = {"--loss-weight": ("sft_loss_weight", float), "--loss-weight-pattern": ("sft_loss_pattern", str)}
+preset = {fields[flag][0]: fields[flag][1](value) for flag, value in zip(changes[::2], changes[1::2]) if flag in fields}
+changes = [arg for pair in zip(changes[::2], changes[1::2]) if pair[0] not in fields for arg in pair]
+steps = dict(SmolPreset(seed=seed, **preset).steps(workdir))
 pp = [sys.executable, "-m", "playprm.cli", "--threads", "1"]
 def run(name, argv):
     done = workdir / "done" / name.replace(" ", "_")
