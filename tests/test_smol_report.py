@@ -131,3 +131,18 @@ def test_results_md_names_the_split_that_chose_each_lever_and_shows_the_validati
     assert "## Validation (`splits/validation`" in text and "| sft-grpo-greedy | 75.00 [" in text
     # a work directory from before the split says so rather than showing an empty table
     assert "not run" in validation_section(tmp_path / "old", seed=0)[0]
+
+
+def test_the_smol_presets_sft_saves_a_checkpoint_every_48_steps_and_keeps_the_last(tmp_path):
+    """SFT is most of the preset's time: a stopped run resumes from its last checkpoint (the pipeline passes
+    --resume where one exists) instead of starting its 192 steps over; its one evaluation stays at the end, so the
+    model kept is the last step's (the Trainer's best-model loading would refuse checkpoints between evaluations)."""
+    from playprm.pipeline.stages import resumed
+
+    work = tmp_path / "w"
+    train = dict(smol.SmolPreset(base=str(tmp_path / "base")).steps(work))["train-sft"]
+    assert (flag(train, "--save-steps"), flag(train, "--eval-steps")) == ("48", "192")
+    assert (flag(train, "--load-best-model-at-end"), flag(train, "--early-stopping-patience")) == ("false", "0")
+    assert resumed(train) == train  # nothing to resume from yet
+    (work / "sft-policy" / "checkpoint-96").mkdir(parents=True)
+    assert resumed(train) == [*train, "--resume"]

@@ -127,6 +127,10 @@ class SmolPreset:
     # (seed 3: "third" in 51 of 64 validation games, 35.94), at 8 it compares (84.38), chosen on validation (LEVERS)
     sft_loss_pattern: str = r"same|other|ANSWER: \w+"
     sft_loss_weight: float = 8.0
+    # a checkpoint every 48 of the 192 steps (the last two kept): SFT is most of the preset's time (55 minutes on one
+    # thread beside another job), and a stopped run resumes from its last checkpoint (the pipeline passes --resume);
+    # its one evaluation stays at the end, so the model kept is the last step's, as before
+    sft_save_steps: int = 48
     sft_validation: float = 0.05  # of the training instances: ~30 conversations, one validation pass of ~3 min
     sft_batch: int = 4
     rollout_instances: int = 8  # per experiment, each played rollout_samples times at temperature 1
@@ -232,7 +236,11 @@ class SmolPreset:
                            "--max-steps", str(self.sft_steps), "--per-device-train-batch-size", str(self.sft_batch),
                            "--effective-batch-size", str(self.sft_batch), "--per-device-eval-batch-size", "8",
                            "--learning-rate", "5e-4", "--eval-steps", str(self.sft_steps), "--save-steps",
-                           str(self.sft_steps), "--max-length", "1024", *schedule, *self.sft_loss_flags(),
+                           str(min(self.sft_save_steps, self.sft_steps)), "--max-length", "1024", *schedule,
+                           # one evaluation, at the end: the model kept is the last (the Trainer refuses checkpoints
+                           # between evaluations when it is to load the best one)
+                           "--load-best-model-at-end", "false", "--early-stopping-patience", "0",
+                           *self.sft_loss_flags(),
                            "--model-name", POLICY]),
             # SFT greedy first: the row every other is paired against, and the recipe's own figure
             *evals[:1],
