@@ -11,6 +11,7 @@ replies, a few training steps.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -92,15 +93,27 @@ def sft_greedy(arena, sft_run) -> Path:
 
 
 @pytest.fixture(scope="module")
-def prm_run(arena, smollm2_gguf) -> Path:
+def prm_run(arena, smollm2_gguf, smollm2) -> Path:
     """train-prm on the SmolLM2 backbone (LoRA, the card's defaults) on the teacher's outcome labels, from the
-    .gguf file: the run writes it as its base-model/ folder first."""
+    .gguf file: the run writes it as its base-model/ folder first. That import is the one the session's
+    ``smollm2`` folder came from (``gguf.import_folder`` on the same file, fp32); the run gets a copy of that
+    folder in its place, which saves the ~30 s a second de-quantisation of the file costs."""
+    from playprm.models import gguf
+
+    def imported(source, folder, *, dtype):
+        assert (Path(source), dtype) == (smollm2_gguf, "fp32")
+        shutil.copytree(smollm2, folder)
+        return Path(folder)
+
     out = arena / "prm"
-    assert main(["train-prm", "--model", str(smollm2_gguf), "--data", str(arena / "prm-data"), "--output-dir", str(out),
-                 "--max-steps", "2", "--per-device-train-batch-size", "1", "--effective-batch-size", "1",
-                 "--per-device-eval-batch-size", "4", "--learning-rate", "1e-3", "--warmup-steps", "0",
-                 "--eval-steps", "2", "--save-steps", "2", "--logging-steps", "1", "--max-length", "512",
-                 "--activation-checkpointing", "false", "--disable-tqdm", "true"]) == 0
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(gguf, "import_folder", imported)
+        assert main(["train-prm", "--model", str(smollm2_gguf), "--data", str(arena / "prm-data"), "--output-dir",
+                     str(out),
+                     "--max-steps", "2", "--per-device-train-batch-size", "1", "--effective-batch-size", "1",
+                     "--per-device-eval-batch-size", "4", "--learning-rate", "1e-3", "--warmup-steps", "0",
+                     "--eval-steps", "2", "--save-steps", "2", "--logging-steps", "1", "--max-length", "512",
+                     "--activation-checkpointing", "false", "--disable-tqdm", "true"]) == 0
     return out
 
 
