@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -94,3 +96,40 @@ def test_the_smoke_check_fails_in_one_line_where_no_interactive_episode_ended(tm
          "played": {"arithmetic": 100.0, "referencegame": 0.0}}]}))
     proved, line = smoke_check(tmp_path)
     assert not proved and line.startswith("smoke run FAILED: no interactive episode was played to the end")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="malloc_trim is glibc's (Linux)")
+def test_a_finished_stage_hands_the_heap_it_freed_back_to_the_system(tmp_path):
+    """The stages run in the pipeline's process: memory a stage freed stays with the process unless the heap is
+    trimmed (SmolLM2's train-sft left 5.16 GiB resident, 0.66 after the trim). Here 400 MB of heap buffers, freed
+    with a small buffer kept after every hundred (so that the heap's top cannot shrink on its own)."""
+    script = tmp_path / "heap.py"
+    script.write_text(
+        "import gc, os\n"
+        "def rss():\n"
+        "    return int(open(f'/proc/{os.getpid()}/statm').read().split()[1]) * os.sysconf('SC_PAGE_SIZE') / 2**20\n"
+        "kept, freed = [], []\n"
+        "for i in range(100_000):\n"
+        "    freed.append(bytearray(4096))\n"
+        "    if i % 100 == 0:\n"
+        "        kept.append(bytearray(4096))\n"
+        "del freed\n"
+        "gc.collect()\n"
+        "before = rss()\n"
+        "from playprm.pipeline.stages import release_memory\n"
+        "release_memory()\n"
+        "print(before, rss())\n")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True, timeout=120)
+    before, after = map(float, out.stdout.split())
+    assert before > 350 and after < before - 300  # MiB resident: the freed buffers went back
+
+
+def test_the_pipeline_releases_memory_after_every_stage(tmp_path, monkeypatch):
+    from playprm.cli import build_parser
+    from playprm.pipeline import stages
+
+    calls = []
+    monkeypatch.setattr(stages, "release_memory", lambda: calls.append(1))
+    steps = [(f"games {i}", ["games"]) for i in range(2)]
+    assert stages.run_steps(tmp_path, steps, parser=build_parser(), done="done") == 0
+    assert len(calls) == 2
