@@ -48,7 +48,7 @@ def records(folder: Path) -> list[dict]:
 
 def first_instances(rows: list[dict], n: int) -> list[dict]:
     """The records of the first ``n`` instances (by game_id) of each experiment."""
-    ids: dict[str, list] = {}
+    ids: dict[str, set] = {}
     for record in rows:
         meta = record["meta"]
         ids.setdefault(meta["experiment"], set()).add(meta["game_id"])

@@ -132,8 +132,8 @@ def run_steps(workdir: Path, steps: list[tuple[str, list[str]]], *, parser, done
             runtime.start_thread_record()
         start = time.perf_counter()
         code = run_stage(parser, argv)
-        release_memory()
         timings.append((stage, time.perf_counter() - start))
+        release_memory()  # after the stage's timing: its time is the stage's own
         # read again: a stage run by hand in the same work directory meanwhile keeps its time
         recorded = json.loads(stage_file.read_text()) if stage_file.is_file() else {}
         recorded[stage] = round(recorded.get(stage, 0.0) + timings[-1][1], 1)
